@@ -1,0 +1,289 @@
+//! The Metal3Machine mutation: pure functions, no host calls.
+
+use crate::capi::{
+    group_of, Metadata, Metal3MachineTemplate, OwnerReference, CAPI_GROUP, CLONED_FROM_GROUPKIND,
+    CLONED_FROM_NAME, CONTROL_PLANE_GROUP, INFRASTRUCTURE_GROUP, METAL3_MACHINE_TEMPLATE,
+};
+use crate::references::NamedTemplate;
+use crate::settings::Settings;
+use serde_json::{Map, Value};
+
+/// Where to find the template a new Metal3Machine was cloned from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateSource {
+    /// The cloned-from annotations name a Metal3MachineTemplate.
+    Annotation(String),
+    /// No usable annotations: the owner present at creation names the template.
+    Owner(OwnerReference),
+    None,
+}
+
+/// The control-plane kinds whose machine template a Metal3Machine owner can name.
+pub const CONTROL_PLANE_KINDS: [&str; 2] = ["KubeadmControlPlane", "RKE2ControlPlane"];
+
+pub fn template_source(meta: &Metadata) -> TemplateSource {
+    let name = meta.annotation(CLONED_FROM_NAME).unwrap_or_default();
+    let groupkind = meta.annotation(CLONED_FROM_GROUPKIND).unwrap_or_default();
+    if !name.is_empty() && groupkind == crate::capi::metal3_template_groupkind() {
+        return TemplateSource::Annotation(name.to_string());
+    }
+    let owner_of = |group: &str, kinds: &[&str]| {
+        meta.owner_references
+            .iter()
+            .find(|o| group_of(&o.api_version) == group && kinds.contains(&o.kind.as_str()))
+            .cloned()
+    };
+    owner_of(CAPI_GROUP, &["MachineSet"])
+        .or_else(|| owner_of(CONTROL_PLANE_GROUP, &CONTROL_PLANE_KINDS))
+        .map_or(TemplateSource::None, TemplateSource::Owner)
+}
+
+/// The Metal3MachineTemplate an owner's references name, if any.
+pub fn metal3_template_named_by(named: &[NamedTemplate<'_>]) -> Option<String> {
+    named
+        .iter()
+        .map(|n| n.reference)
+        .find(|r| {
+            r.kind == METAL3_MACHINE_TEMPLATE
+                && r.group().is_none_or(|g| g == INFRASTRUCTURE_GROUP)
+                && !r.name.is_empty()
+        })
+        .map(|r| r.name.clone())
+}
+
+/// What a template says about the machines cloned from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    pub template: String,
+    pub node_reuse: bool,
+    /// Non-empty `spec.template.spec.automatedCleaningMode`.
+    pub cleaning_mode: Option<String>,
+}
+
+impl Intent {
+    pub fn of(name: &str, template: &Metal3MachineTemplate) -> Intent {
+        Intent {
+            template: name.to_string(),
+            node_reuse: template.spec.node_reuse.unwrap_or(false),
+            cleaning_mode: template
+                .spec
+                .template
+                .spec
+                .automated_cleaning_mode
+                .clone()
+                .filter(|mode| !mode.is_empty()),
+        }
+    }
+}
+
+fn object_at<'a>(parent: &'a mut Map<String, Value>, key: &str) -> Result<&'a mut Map<String, Value>, String> {
+    let slot = parent.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if slot.is_null() {
+        *slot = Value::Object(Map::new());
+    }
+    slot.as_object_mut()
+        .ok_or_else(|| format!("its {key} is not an object"))
+}
+
+/// The machine with the template's intent written on it, or `None` when it already carries it.
+/// Works on a clone of the request's JSON so every field the policy does not touch survives.
+pub fn apply(machine: &Value, intent: &Intent, settings: &Settings) -> Result<Option<Value>, String> {
+    let mut mutated = machine.clone();
+    let root = mutated
+        .as_object_mut()
+        .ok_or_else(|| "the object is not a JSON object".to_string())?;
+
+    let annotations = object_at(object_at(root, "metadata")?, "annotations")?;
+    annotations.insert(
+        settings.node_reuse_annotation.clone(),
+        Value::String(intent.node_reuse.to_string()),
+    );
+    annotations.insert(
+        settings.source_template_annotation.clone(),
+        Value::String(intent.template.clone()),
+    );
+
+    if let Some(mode) = &intent.cleaning_mode {
+        let spec = object_at(root, "spec")?;
+        // Never override a value the machine already has.
+        let unset = match spec.get("automatedCleaningMode") {
+            None | Some(Value::Null) => true,
+            Some(Value::String(current)) => current.is_empty(),
+            Some(_) => false,
+        };
+        if unset {
+            spec.insert("automatedCleaningMode".into(), Value::String(mode.clone()));
+        }
+    }
+
+    Ok((mutated != *machine).then_some(mutated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capi::{MachineSetLike, MetadataOnly};
+    use crate::references;
+    use crate::testing::fixture;
+    use rstest::rstest;
+    use serde_json::json;
+
+    const KEY: &str = "capi-template-guard.kubewarden.io/node-reuse";
+    const FROM: &str = "capi-template-guard.kubewarden.io/source-template";
+
+    fn intent(node_reuse: bool, mode: Option<&str>) -> Intent {
+        Intent {
+            template: "edge-a-workers-7f3c9d2e".into(),
+            node_reuse,
+            cleaning_mode: mode.map(str::to_string),
+        }
+    }
+
+    fn created() -> Value {
+        fixture("admission/metal3machine-as-created-by-machineset.v1beta2.json")
+    }
+
+    #[rstest]
+    #[case::reuse_true_mode_from_template(intent(true, Some("disabled")), None, "true", Some("disabled"))]
+    #[case::reuse_false_mode_from_template(intent(false, Some("metadata")), None, "false", Some("metadata"))]
+    #[case::template_without_mode(intent(true, None), None, "true", None)]
+    #[case::machine_mode_is_kept(intent(true, Some("disabled")), Some(json!("metadata")), "true", Some("metadata"))]
+    #[case::empty_machine_mode_is_filled(intent(true, Some("disabled")), Some(json!("")), "true", Some("disabled"))]
+    #[case::null_machine_mode_is_filled(intent(true, Some("disabled")), Some(Value::Null), "true", Some("disabled"))]
+    fn writes_the_intent(
+        #[case] intent: Intent,
+        #[case] machine_mode: Option<Value>,
+        #[case] reuse: &str,
+        #[case] mode: Option<&str>,
+    ) {
+        let mut machine = created();
+        if let Some(m) = machine_mode {
+            machine["spec"]["automatedCleaningMode"] = m;
+        }
+        let mutated = apply(&machine, &intent, &Settings::default()).unwrap().unwrap();
+        assert_eq!(mutated["metadata"]["annotations"][KEY], json!(reuse));
+        assert_eq!(mutated["metadata"]["annotations"][FROM], json!("edge-a-workers-7f3c9d2e"));
+        assert_eq!(
+            mutated["spec"].get("automatedCleaningMode").and_then(Value::as_str),
+            mode
+        );
+    }
+
+    #[test]
+    fn everything_else_survives() {
+        let mut machine = created();
+        machine["spec"]["someFutureField"] = json!({"nested": [1, 2, {"x": null}]});
+        machine["status"] = json!({"ready": false});
+        let mutated = apply(&machine, &intent(true, Some("disabled")), &Settings::default())
+            .unwrap()
+            .unwrap();
+        let mut expected = machine.clone();
+        expected["metadata"]["annotations"][KEY] = json!("true");
+        expected["metadata"]["annotations"][FROM] = json!("edge-a-workers-7f3c9d2e");
+        expected["spec"]["automatedCleaningMode"] = json!("disabled");
+        assert_eq!(mutated, expected);
+    }
+
+    #[test]
+    fn already_mutated_machine_gets_no_patch() {
+        let machine = apply(&created(), &intent(true, Some("disabled")), &Settings::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(apply(&machine, &intent(true, Some("disabled")), &Settings::default()), Ok(None));
+    }
+
+    #[test]
+    fn stale_marker_is_corrected() {
+        let mut machine = created();
+        machine["metadata"]["annotations"][KEY] = json!("true");
+        let mutated = apply(&machine, &intent(false, None), &Settings::default()).unwrap().unwrap();
+        assert_eq!(mutated["metadata"]["annotations"][KEY], json!("false"));
+    }
+
+    #[test]
+    fn machine_without_metadata_or_spec() {
+        let mutated = apply(&json!({"kind": "Metal3Machine"}), &intent(true, Some("disabled")), &Settings::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            mutated,
+            json!({"kind": "Metal3Machine", "metadata": {"annotations": {KEY: "true", FROM: "edge-a-workers-7f3c9d2e"}}, "spec": {"automatedCleaningMode": "disabled"}})
+        );
+    }
+
+    #[test]
+    fn custom_annotation_keys() {
+        let settings = Settings {
+            node_reuse_annotation: "example.com/reuse".into(),
+            source_template_annotation: "example.com/from".into(),
+            ..Default::default()
+        };
+        let mutated = apply(&created(), &intent(true, None), &settings).unwrap().unwrap();
+        assert_eq!(mutated["metadata"]["annotations"]["example.com/reuse"], json!("true"));
+        assert_eq!(mutated["metadata"]["annotations"]["example.com/from"], json!("edge-a-workers-7f3c9d2e"));
+        assert!(mutated["metadata"]["annotations"].get(KEY).is_none());
+    }
+
+    #[rstest]
+    #[case::not_an_object(json!([1]), "the object is not a JSON object")]
+    #[case::metadata_not_an_object(json!({"metadata": "x"}), "its metadata is not an object")]
+    #[case::annotations_not_an_object(json!({"metadata": {"annotations": [1]}}), "its annotations is not an object")]
+    #[case::spec_not_an_object(json!({"spec": 1}), "its spec is not an object")]
+    fn malformed_machines(#[case] machine: Value, #[case] problem: &str) {
+        assert_eq!(
+            apply(&machine, &intent(true, Some("disabled")), &Settings::default()),
+            Err(problem.to_string())
+        );
+    }
+
+    #[rstest]
+    #[case::v1beta1_template("v1beta1/01-metal3machinetemplate-workers.json", true, Some("disabled"))]
+    #[case::v1beta2_template("v1beta2/01-metal3machinetemplate-workers.json", true, Some("disabled"))]
+    #[case::topology_copy_without_reuse_or_mode("admission/topology-cloned-metal3machinetemplate.v1beta2.json", false, None)]
+    fn intent_of_templates(#[case] file: &str, #[case] node_reuse: bool, #[case] mode: Option<&str>) {
+        let template: Metal3MachineTemplate = fixture(file);
+        let got = Intent::of("n", &template);
+        assert_eq!(got.node_reuse, node_reuse);
+        assert_eq!(got.cleaning_mode.as_deref(), mode);
+    }
+
+    #[test]
+    fn empty_cleaning_mode_on_template_is_no_mode() {
+        let template: Metal3MachineTemplate =
+            serde_json::from_value(json!({"spec": {"nodeReuse": false, "template": {"spec": {"automatedCleaningMode": ""}}}})).unwrap();
+        assert_eq!(Intent::of("n", &template).cleaning_mode, None);
+    }
+
+    fn meta(value: Value) -> Metadata {
+        serde_json::from_value::<MetadataOnly>(json!({"metadata": value})).unwrap().metadata
+    }
+
+    #[rstest]
+    #[case::annotations(json!({"annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"}}), TemplateSource::Annotation("t".into()))]
+    #[case::v1beta1_machine_set_owner(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(OwnerReference{api_version: "cluster.x-k8s.io/v1beta1".into(), kind: "MachineSet".into(), name: "ms".into()}))]
+    #[case::kcp_owner(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane", "name": "cp"}]}), TemplateSource::Owner(OwnerReference{api_version: "controlplane.cluster.x-k8s.io/v1beta2".into(), kind: "KubeadmControlPlane".into(), name: "cp".into()}))]
+    #[case::wrong_groupkind_falls_back(json!({"annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "Other.example.com"}, "ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "RKE2ControlPlane", "name": "cp"}]}), TemplateSource::Owner(OwnerReference{api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(), kind: "RKE2ControlPlane".into(), name: "cp".into()}))]
+    #[case::machine_set_preferred(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane", "name": "cp"}, {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(OwnerReference{api_version: "cluster.x-k8s.io/v1beta2".into(), kind: "MachineSet".into(), name: "ms".into()}))]
+    #[case::machine_owner_is_not_usable(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": "m"}]}), TemplateSource::None)]
+    #[case::nothing(json!({}), TemplateSource::None)]
+    fn where_the_template_is_found(#[case] metadata: Value, #[case] expected: TemplateSource) {
+        assert_eq!(template_source(&meta(metadata)), expected);
+    }
+
+    #[rstest]
+    #[case::v1beta1("v1beta1/05-machineset-old-revision.json")]
+    #[case::v1beta2("v1beta2/05-machineset-old-revision.json")]
+    fn owner_machine_set_names_the_template(#[case] file: &str) {
+        let ms: MachineSetLike = fixture(file);
+        assert_eq!(
+            metal3_template_named_by(&references::of_machine_set(&ms)),
+            Some("edge-a-workers-1b8e4a60".into())
+        );
+    }
+
+    #[test]
+    fn owner_naming_another_provider_names_nothing() {
+        let ms: MachineSetLike = serde_json::from_value(json!({"spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "a"}}}}})).unwrap();
+        assert_eq!(metal3_template_named_by(&references::of_machine_set(&ms)), None);
+    }
+}

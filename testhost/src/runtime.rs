@@ -1,0 +1,74 @@
+//! Loading a policy module into a waPC host backed by wasmtime.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{anyhow, Result};
+use wasmtime_provider::wasmtime;
+
+use crate::host::HostState;
+
+/// A loaded policy.
+pub struct Policy {
+    host: wapc::WapcHost,
+    state: Arc<Mutex<HostState>>,
+}
+
+impl Policy {
+    /// Compiles `wasm` and instantiates it (running its waPC/WASI start
+    /// functions).  The module gets the same WASI context kwctl gives
+    /// policies: inherited stdio, no arguments, no environment, no
+    /// directories.
+    pub fn load(wasm: &[u8], origin: &str, enable_cache: bool, state: HostState) -> Result<Self> {
+        let mut config = wasmtime::Config::new();
+        if enable_cache {
+            match wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+                Ok(cache) => {
+                    config.cache(Some(cache));
+                }
+                Err(e) => eprintln!(" WARN testhost: wasmtime cache disabled: {e}"),
+            }
+        }
+        // required by policies built by the official Go compiler >= 1.26
+        config.wasm_function_references(true);
+        let engine = wasmtime::Engine::new(&config)
+            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
+        let module = wasmtime::Module::new(&engine, wasm)
+            .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
+
+        let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .build()
+            .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
+
+        let state = Arc::new(Mutex::new(state));
+        let cb_state = state.clone();
+        let callback = move |_id: u64,
+                             binding: &str,
+                             namespace: &str,
+                             operation: &str,
+                             payload: &[u8]|
+              -> std::result::Result<
+            Vec<u8>,
+            Box<dyn std::error::Error + Send + Sync>,
+        > {
+            let mut st = cb_state.lock().unwrap_or_else(PoisonError::into_inner);
+            st.host_call(binding, namespace, operation, payload)
+                .map_err(|e| e.into())
+        };
+        let host = wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))?;
+        Ok(Self { host, state })
+    }
+
+    /// Calls a waPC function of the guest.
+    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, wapc::errors::Error> {
+        self.host.call(operation, payload)
+    }
+
+    /// Runs `f` on the host state (e.g. to inspect the session leftovers).
+    pub fn with_state<T>(&self, f: impl FnOnce(&HostState) -> T) -> T {
+        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&st)
+    }
+}
