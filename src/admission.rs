@@ -5,8 +5,8 @@ use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
 
 use crate::capi::{
-    ControlPlane, MachineSetLike, MetadataOnly, Metal3MachineTemplate,
-    INFRASTRUCTURE_GROUP, METAL3_MACHINE, METAL3_MACHINE_TEMPLATE,
+    ControlPlane, MachineSetLike, MetadataOnly, Metal3MachineTemplate, INFRASTRUCTURE_GROUP,
+    METAL3_MACHINE, METAL3_MACHINE_TEMPLATE,
 };
 use crate::cluster::{self, Cluster, Failure, Listed, LookupError};
 use crate::decision::{self, ClusterState, Decision, Inventory, ReferrerKind, Template};
@@ -48,7 +48,9 @@ pub fn evaluate(
 ) -> Outcome {
     let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
     match request.operation.as_str() {
-        "DELETE" if decision::is_protected(group, kind) => guard_deletion(request, settings, cluster),
+        "DELETE" if decision::is_protected(group, kind) => {
+            guard_deletion(request, settings, cluster)
+        }
         "CREATE"
             if group == INFRASTRUCTURE_GROUP
                 && kind == METAL3_MACHINE
@@ -80,17 +82,12 @@ const RKE2_CONTROL_PLANE_FIELDS: [&str; 3] = [
     "spec.machineTemplate.infrastructureRef",
     "spec.machineTemplate.spec.infrastructureRef",
 ];
-const CLUSTER_CLASS_FIELDS: [&str; 2] = [
-    "spec.controlPlane.machineInfrastructure",
-    "spec.workers",
-];
+const CLUSTER_CLASS_FIELDS: [&str; 2] = ["spec.controlPlane.machineInfrastructure", "spec.workers"];
 /// Only metadata (annotations) matters; the mask names a path no Metal3Machine has, so the host
 /// drops the whole spec and status.
 const METADATA_ONLY_FIELDS: [&str; 1] = ["metadata.name"];
-const METAL3_TEMPLATE_FIELDS: [&str; 2] = [
-    "spec.nodeReuse",
-    "spec.template.spec.automatedCleaningMode",
-];
+const METAL3_TEMPLATE_FIELDS: [&str; 2] =
+    ["spec.nodeReuse", "spec.template.spec.automatedCleaningMode"];
 
 fn api_version(group: &str, version: impl std::fmt::Display) -> String {
     format!("{group}/{version}")
@@ -108,15 +105,13 @@ fn list_kind<T: serde::de::DeserializeOwned>(
     match cluster::list(cluster, api_version, kind.as_str(), namespace, fields)? {
         Listed::Items(items) => Ok(items),
         Listed::NotServed if kind.is_optional() => Ok(vec![]),
-        Listed::NotServed => Err(LookupError {
-            verb: "list",
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
-            namespace: namespace.to_string(),
-            name: None,
-            failure: Failure::NotServed,
-            detail: "the API server does not serve this kind at this version".to_string(),
-        }),
+        Listed::NotServed => Err(LookupError::of_list(
+            api_version,
+            kind.as_str(),
+            namespace,
+            Failure::NotServed,
+            "the API server does not serve this kind at this version".to_string(),
+        )),
     }
 }
 
@@ -141,12 +136,22 @@ fn read_inventory(
                 inventory.machine_sets = list_kind(cluster, kind, &capi, ns, &MACHINE_SET_FIELDS)?
             }
             ReferrerKind::KubeadmControlPlane => {
-                inventory.kubeadm_control_planes =
-                    list_kind(cluster, kind, &control_plane, ns, &KUBEADM_CONTROL_PLANE_FIELDS)?
+                inventory.kubeadm_control_planes = list_kind(
+                    cluster,
+                    kind,
+                    &control_plane,
+                    ns,
+                    &KUBEADM_CONTROL_PLANE_FIELDS,
+                )?
             }
             ReferrerKind::RKE2ControlPlane => {
-                inventory.rke2_control_planes =
-                    list_kind(cluster, kind, &control_plane, ns, &RKE2_CONTROL_PLANE_FIELDS)?
+                inventory.rke2_control_planes = list_kind(
+                    cluster,
+                    kind,
+                    &control_plane,
+                    ns,
+                    &RKE2_CONTROL_PLANE_FIELDS,
+                )?
             }
             ReferrerKind::ClusterClass => {
                 inventory.cluster_classes =
@@ -284,7 +289,8 @@ fn source_template(
             &["spec.template.spec.infrastructureRef"],
         )
         .map(|found| {
-            found.and_then(|ms| mutation::metal3_template_named_by(&references::of_machine_set(&ms)))
+            found
+                .and_then(|ms| mutation::metal3_template_named_by(&references::of_machine_set(&ms)))
         })
     } else {
         let version = api_version(
@@ -333,11 +339,25 @@ fn record_intent(
             ))
         }
     };
-    let namespace = if request.namespace.is_empty() { &meta.namespace } else { &request.namespace };
-    let name = if meta.name.is_empty() { &request.name } else { &meta.name };
-    let not_mutated = |reason: &str| Outcome::warn(message::machine_not_mutated(namespace, name, reason));
+    let namespace = if request.namespace.is_empty() {
+        &meta.namespace
+    } else {
+        &request.namespace
+    };
+    let name = if meta.name.is_empty() {
+        &request.name
+    } else {
+        &meta.name
+    };
+    let not_mutated =
+        |reason: &str| Outcome::warn(message::machine_not_mutated(namespace, name, reason));
 
-    let template_name = match source_template(mutation::template_source(&meta), namespace, settings, cluster) {
+    let template_name = match source_template(
+        mutation::template_source(&meta),
+        namespace,
+        settings,
+        cluster,
+    ) {
         Ok(template) => template,
         Err(reason) => return not_mutated(&reason),
     };

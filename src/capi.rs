@@ -281,11 +281,20 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case::v1beta1_api_version(r#"{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"K","name":"n"}"#, Some("infrastructure.cluster.x-k8s.io"))]
-    #[case::v1beta2_api_group(r#"{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"K","name":"n"}"#, Some("bootstrap.cluster.x-k8s.io"))]
+    #[case::v1beta1_api_version(
+        r#"{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"K","name":"n"}"#,
+        Some("infrastructure.cluster.x-k8s.io")
+    )]
+    #[case::v1beta2_api_group(
+        r#"{"apiGroup":"bootstrap.cluster.x-k8s.io","kind":"K","name":"n"}"#,
+        Some("bootstrap.cluster.x-k8s.io")
+    )]
     #[case::core_group(r#"{"apiVersion":"v1","kind":"K","name":"n"}"#, Some(""))]
     #[case::no_group(r#"{"kind":"K","name":"n"}"#, None)]
-    #[case::empty_group_falls_back_to_api_version(r#"{"apiGroup":"","apiVersion":"x.io/v1","kind":"K","name":"n"}"#, Some("x.io"))]
+    #[case::empty_group_falls_back_to_api_version(
+        r#"{"apiGroup":"","apiVersion":"x.io/v1","kind":"K","name":"n"}"#,
+        Some("x.io")
+    )]
     fn reference_group(#[case] json: &str, #[case] expected: Option<&str>) {
         let reference: ObjectRef = serde_json::from_str(json).unwrap();
         assert_eq!(reference.group(), expected);

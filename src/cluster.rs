@@ -89,30 +89,53 @@ fn first_line(text: &str) -> String {
 /// A lookup that did not give an answer the policy can use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupError {
-    /// `list` or `get`.
-    pub verb: &'static str,
+    /// What was looked up, e.g. `listing MachineSet objects (cluster.x-k8s.io/v1beta1) in
+    /// namespace edge-sites`.
+    pub lookup: String,
     pub api_version: String,
     pub kind: String,
-    pub namespace: String,
-    pub name: Option<String>,
     pub failure: Failure,
     pub detail: String,
 }
 
+impl LookupError {
+    pub fn of_list(
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        failure: Failure,
+        detail: String,
+    ) -> Self {
+        LookupError {
+            lookup: format!("listing {kind} objects ({api_version}) in namespace {namespace}"),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            failure,
+            detail,
+        }
+    }
+
+    pub fn of_get(
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        failure: Failure,
+        detail: String,
+    ) -> Self {
+        LookupError {
+            lookup: format!("getting {kind} {namespace}/{name} ({api_version})"),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            failure,
+            detail,
+        }
+    }
+}
+
 impl fmt::Display for LookupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.name {
-            Some(name) => write!(
-                f,
-                "getting {} {}/{} ({}) failed: {}",
-                self.kind, self.namespace, name, self.api_version, self.detail
-            ),
-            None => write!(
-                f,
-                "listing {} objects ({}) in namespace {} failed: {}",
-                self.kind, self.api_version, self.namespace, self.detail
-            ),
-        }
+        write!(f, "{} failed: {}", self.lookup, self.detail)
     }
 }
 
@@ -145,15 +168,8 @@ pub fn list<T: DeserializeOwned>(
         field_selector: None,
         field_masks: masks(fields),
     };
-    let error = |failure, detail: String| LookupError {
-        verb: "list",
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        namespace: namespace.to_string(),
-        name: None,
-        failure,
-        detail,
-    };
+    let error =
+        |failure, detail| LookupError::of_list(api_version, kind, namespace, failure, detail);
     match cluster.list_resources_by_namespace(&request) {
         Ok(bytes) => serde_json::from_slice::<List<T>>(&bytes)
             .map(|list| Listed::Items(list.items))
@@ -183,15 +199,8 @@ pub fn get<T: DeserializeOwned>(
         disable_cache,
         field_masks: masks(fields),
     };
-    let error = |failure, detail: String| LookupError {
-        verb: "get",
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        namespace: namespace.to_string(),
-        name: Some(name.to_string()),
-        failure,
-        detail,
-    };
+    let error =
+        |failure, detail| LookupError::of_get(api_version, kind, namespace, name, failure, detail);
     match cluster.get_resource(&request) {
         Ok(bytes) => serde_json::from_slice::<T>(&bytes)
             .map(Some)
@@ -219,7 +228,10 @@ mod tests {
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
     #[case::rbac("Callback evaluation failure: ApiError: machinesets.cluster.x-k8s.io is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot list resource \"machinesets\" (ErrorResponse { code: 403 })", Failure::Other)]
     #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
-    #[case::with_backtrace("Callback evaluation failure: Cannot find resource a/v1/K\n\nStack backtrace:\n   0: ...", Failure::NotServed)]
+    #[case::with_backtrace(
+        "Callback evaluation failure: Cannot find resource a/v1/K\n\nStack backtrace:\n   0: ...",
+        Failure::NotServed
+    )]
     fn host_error_texts(#[case] text: &str, #[case] failure: Failure) {
         assert_eq!(classify(text), failure);
     }
@@ -266,7 +278,8 @@ mod tests {
 
     #[test]
     fn unreadable_list_is_an_error() {
-        let cluster = FakeCluster::new().answer_list("v", "K", r#"{"items":[{"metadata":{"name":1}}]}"#);
+        let cluster =
+            FakeCluster::new().answer_list("v", "K", r#"{"items":[{"metadata":{"name":1}}]}"#);
         let err = list::<MetadataOnly>(&cluster, "v", "K", "ns", &[]).unwrap_err();
         assert_eq!(err.failure, Failure::Other);
         assert!(
@@ -278,7 +291,11 @@ mod tests {
 
     #[test]
     fn failed_list_keeps_the_first_line_of_the_host_text() {
-        let cluster = FakeCluster::new().fail_list("v", "K", "Callback evaluation failure: boom\n\nCaused by:\n  deeper");
+        let cluster = FakeCluster::new().fail_list(
+            "v",
+            "K",
+            "Callback evaluation failure: boom\n\nCaused by:\n  deeper",
+        );
         let err = list::<MetadataOnly>(&cluster, "v", "K", "ns", &[]).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -294,9 +311,16 @@ mod tests {
             "edge-a",
             "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"ns\")'",
         );
-        let got: Option<MetadataOnly> =
-            get(&cluster, "cluster.x-k8s.io/v1beta1", "Cluster", "ns", "edge-a", false, &[])
-                .unwrap();
+        let got: Option<MetadataOnly> = get(
+            &cluster,
+            "cluster.x-k8s.io/v1beta1",
+            "Cluster",
+            "ns",
+            "edge-a",
+            false,
+            &[],
+        )
+        .unwrap();
         assert_eq!(got, None);
         assert_eq!(
             cluster.calls(),

@@ -69,7 +69,11 @@ impl Template {
             .collect();
         cluster_owners.sort();
         cluster_owners.dedup();
-        let name = if meta.name.is_empty() { name } else { &meta.name };
+        let name = if meta.name.is_empty() {
+            name
+        } else {
+            &meta.name
+        };
         if name.is_empty() {
             return Err("neither the request nor its oldObject names the template".to_string());
         }
@@ -207,8 +211,14 @@ pub fn find_referrers(
     }
     // Row 2.
     for (kind, planes) in [
-        (ReferrerKind::KubeadmControlPlane, &inventory.kubeadm_control_planes),
-        (ReferrerKind::RKE2ControlPlane, &inventory.rke2_control_planes),
+        (
+            ReferrerKind::KubeadmControlPlane,
+            &inventory.kubeadm_control_planes,
+        ),
+        (
+            ReferrerKind::RKE2ControlPlane,
+            &inventory.rke2_control_planes,
+        ),
     ] {
         for cp in planes.iter().filter(|o| !o.metadata.is_deleting()) {
             record(kind, &cp.metadata.name, references::of_control_plane(cp));
@@ -384,11 +394,17 @@ mod tests {
     ) {
         let inventory = Inventory {
             machine_deployments: vec![fixture(&format!("{version}/04-machinedeployment.json"))],
-            machine_sets: vec![fixture(&format!("{version}/05-machineset-old-revision.json"))],
+            machine_sets: vec![fixture(&format!(
+                "{version}/05-machineset-old-revision.json"
+            ))],
             ..Default::default()
         };
         assert_eq!(
-            keeps(&template(kind, name, false), inventory, &Settings::default()),
+            keeps(
+                &template(kind, name, false),
+                inventory,
+                &Settings::default()
+            ),
             expected
         );
     }
@@ -399,7 +415,9 @@ mod tests {
     fn row1_deleting_referrers_do_not_count(#[case] version: &str) {
         let inventory = Inventory {
             machine_deployments: vec![deleting(&format!("{version}/04-machinedeployment.json"))],
-            machine_sets: vec![deleting(&format!("{version}/05-machineset-old-revision.json"))],
+            machine_sets: vec![deleting(&format!(
+                "{version}/05-machineset-old-revision.json"
+            ))],
             ..Default::default()
         };
         for name in ["edge-a-workers-7f3c9d2e", "edge-a-workers-1b8e4a60"] {
@@ -427,7 +445,11 @@ mod tests {
         #[case] kept: bool,
     ) {
         let inventory = Inventory {
-            machine_sets: vec![scaled("v1beta2/05-machineset-old-revision.json", spec, status)],
+            machine_sets: vec![scaled(
+                "v1beta2/05-machineset-old-revision.json",
+                spec,
+                status,
+            )],
             ..Default::default()
         };
         let settings = Settings {
@@ -459,11 +481,41 @@ mod tests {
     }
 
     #[rstest]
-    #[case::kcp_v1beta1("v1beta1/07-kubeadmcontrolplane.json", KubeadmControlPlane, "edge-a-cp-5d21c0aa", "edge-a-cp", "spec.machineTemplate.infrastructureRef")]
-    #[case::kcp_v1beta2("v1beta2/08-kubeadmcontrolplane.json", KubeadmControlPlane, "edge-a-cp-5d21c0aa", "edge-a-cp", "spec.machineTemplate.spec.infrastructureRef")]
-    #[case::rke2_v1beta1("v1beta1/08-rke2controlplane.json", RKE2ControlPlane, "edge-b-cp-0c7e11f2", "edge-b-cp", "spec.machineTemplate.infrastructureRef")]
-    #[case::rke2_v1beta1_deprecated_field("v1beta1/09-rke2controlplane-legacy-infraref.json", RKE2ControlPlane, "edge-c-cp-9b02d4e1", "edge-c-cp", "spec.infrastructureRef")]
-    #[case::rke2_v1beta2("v1beta2/10-rke2controlplane.json", RKE2ControlPlane, "edge-b-cp-0c7e11f2", "edge-b-cp", "spec.machineTemplate.spec.infrastructureRef")]
+    #[case::kcp_v1beta1(
+        "v1beta1/07-kubeadmcontrolplane.json",
+        KubeadmControlPlane,
+        "edge-a-cp-5d21c0aa",
+        "edge-a-cp",
+        "spec.machineTemplate.infrastructureRef"
+    )]
+    #[case::kcp_v1beta2(
+        "v1beta2/08-kubeadmcontrolplane.json",
+        KubeadmControlPlane,
+        "edge-a-cp-5d21c0aa",
+        "edge-a-cp",
+        "spec.machineTemplate.spec.infrastructureRef"
+    )]
+    #[case::rke2_v1beta1(
+        "v1beta1/08-rke2controlplane.json",
+        RKE2ControlPlane,
+        "edge-b-cp-0c7e11f2",
+        "edge-b-cp",
+        "spec.machineTemplate.infrastructureRef"
+    )]
+    #[case::rke2_v1beta1_deprecated_field(
+        "v1beta1/09-rke2controlplane-legacy-infraref.json",
+        RKE2ControlPlane,
+        "edge-c-cp-9b02d4e1",
+        "edge-c-cp",
+        "spec.infrastructureRef"
+    )]
+    #[case::rke2_v1beta2(
+        "v1beta2/10-rke2controlplane.json",
+        RKE2ControlPlane,
+        "edge-b-cp-0c7e11f2",
+        "edge-b-cp",
+        "spec.machineTemplate.spec.infrastructureRef"
+    )]
     fn row2_control_planes(
         #[case] file: &str,
         #[case] kind: ReferrerKind,
@@ -494,7 +546,8 @@ mod tests {
     #[test]
     fn row2_rke2_naming_the_template_twice_is_listed_once() {
         let mut value: Value = fixture("v1beta1/08-rke2controlplane.json");
-        value["spec"]["infrastructureRef"] = value["spec"]["machineTemplate"]["infrastructureRef"].clone();
+        value["spec"]["infrastructureRef"] =
+            value["spec"]["machineTemplate"]["infrastructureRef"].clone();
         let inventory = Inventory {
             rke2_control_planes: vec![serde_json::from_value(value).unwrap()],
             ..Default::default()
@@ -508,18 +561,51 @@ mod tests {
             vec![referrer(
                 RKE2ControlPlane,
                 "edge-b-cp",
-                &["spec.infrastructureRef", "spec.machineTemplate.infrastructureRef"]
+                &[
+                    "spec.infrastructureRef",
+                    "spec.machineTemplate.infrastructureRef"
+                ]
             )]
         );
     }
 
     #[rstest]
-    #[case::cp_machines_v1beta1("v1beta1", "Metal3MachineTemplate", "metal3-kubeadm-cp-machines", "spec.controlPlane.machineInfrastructure.ref")]
-    #[case::cp_machines_v1beta2("v1beta2", "Metal3MachineTemplate", "metal3-kubeadm-cp-machines", "spec.controlPlane.machineInfrastructure.templateRef")]
-    #[case::worker_infra_v1beta1("v1beta1", "Metal3MachineTemplate", "metal3-kubeadm-storage-machines", "spec.workers.machineDeployments[class=storage].template.infrastructure.ref")]
-    #[case::worker_infra_v1beta2("v1beta2", "Metal3MachineTemplate", "metal3-kubeadm-storage-machines", "spec.workers.machineDeployments[class=storage].infrastructure.templateRef")]
-    #[case::worker_bootstrap_v1beta1("v1beta1", "KubeadmConfigTemplate", "metal3-kubeadm-storage-bootstrap", "spec.workers.machineDeployments[class=storage].template.bootstrap.ref")]
-    #[case::worker_bootstrap_v1beta2("v1beta2", "KubeadmConfigTemplate", "metal3-kubeadm-storage-bootstrap", "spec.workers.machineDeployments[class=storage].bootstrap.templateRef")]
+    #[case::cp_machines_v1beta1(
+        "v1beta1",
+        "Metal3MachineTemplate",
+        "metal3-kubeadm-cp-machines",
+        "spec.controlPlane.machineInfrastructure.ref"
+    )]
+    #[case::cp_machines_v1beta2(
+        "v1beta2",
+        "Metal3MachineTemplate",
+        "metal3-kubeadm-cp-machines",
+        "spec.controlPlane.machineInfrastructure.templateRef"
+    )]
+    #[case::worker_infra_v1beta1(
+        "v1beta1",
+        "Metal3MachineTemplate",
+        "metal3-kubeadm-storage-machines",
+        "spec.workers.machineDeployments[class=storage].template.infrastructure.ref"
+    )]
+    #[case::worker_infra_v1beta2(
+        "v1beta2",
+        "Metal3MachineTemplate",
+        "metal3-kubeadm-storage-machines",
+        "spec.workers.machineDeployments[class=storage].infrastructure.templateRef"
+    )]
+    #[case::worker_bootstrap_v1beta1(
+        "v1beta1",
+        "KubeadmConfigTemplate",
+        "metal3-kubeadm-storage-bootstrap",
+        "spec.workers.machineDeployments[class=storage].template.bootstrap.ref"
+    )]
+    #[case::worker_bootstrap_v1beta2(
+        "v1beta2",
+        "KubeadmConfigTemplate",
+        "metal3-kubeadm-storage-bootstrap",
+        "spec.workers.machineDeployments[class=storage].bootstrap.templateRef"
+    )]
     fn row3_cluster_classes(
         #[case] version: &str,
         #[case] kind: &str,
@@ -559,7 +645,11 @@ mod tests {
     #[case::node_reuse_v1beta2("v1beta2", true, 1)]
     #[case::no_node_reuse("v1beta2", false, 0)]
     fn row4_metal3_machines(#[case] version: &str, #[case] node_reuse: bool, #[case] kept: usize) {
-        let t = template("Metal3MachineTemplate", "edge-a-workers-1b8e4a60", node_reuse);
+        let t = template(
+            "Metal3MachineTemplate",
+            "edge-a-workers-1b8e4a60",
+            node_reuse,
+        );
         // The same machine twice, once being deleted: deleting machines count too, and a name
         // appears once.
         let inventory = Inventory {
@@ -596,11 +686,22 @@ mod tests {
     fn templates_cloned_from_a_class_template_are_not_machines() {
         // A topology-owned template carries cloned-from-* too; only Metal3Machines are listed as
         // machines, so it never keeps the class template.
-        let t = template("Metal3MachineTemplate", "metal3-kubeadm-storage-machines", true);
-        let copy: MetadataOnly = fixture("admission/topology-cloned-metal3machinetemplate.v1beta2.json");
-        assert!(references::metal3_machine_cloned_from(&copy, &t.reference.name));
+        let t = template(
+            "Metal3MachineTemplate",
+            "metal3-kubeadm-storage-machines",
+            true,
+        );
+        let copy: MetadataOnly =
+            fixture("admission/topology-cloned-metal3machinetemplate.v1beta2.json");
+        assert!(references::metal3_machine_cloned_from(
+            &copy,
+            &t.reference.name
+        ));
         // It is never in the Metal3Machine list, so no lookup returns it: an empty inventory.
-        assert_eq!(keeps(&t, Inventory::default(), &Settings::default()), vec![]);
+        assert_eq!(
+            keeps(&t, Inventory::default(), &Settings::default()),
+            vec![]
+        );
     }
 
     #[test]
@@ -655,7 +756,11 @@ mod tests {
     #[case::cluster_template("infrastructure.cluster.x-k8s.io", "Metal3ClusterTemplate", false)]
     #[case::kubeadm_config("bootstrap.cluster.x-k8s.io", "KubeadmConfig", false)]
     #[case::wrong_group("example.com", "Metal3MachineTemplate", false)]
-    #[case::control_plane_template("controlplane.cluster.x-k8s.io", "KubeadmControlPlaneTemplate", false)]
+    #[case::control_plane_template(
+        "controlplane.cluster.x-k8s.io",
+        "KubeadmControlPlaneTemplate",
+        false
+    )]
     fn protected_kinds(#[case] group: &str, #[case] kind: &str, #[case] protected: bool) {
         assert_eq!(is_protected(group, kind), protected);
     }
@@ -691,16 +796,23 @@ mod tests {
             {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "y"},
             {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "z"}
         ]}});
-        let t = Template::from_old_object(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t", NS, &object)
-            .unwrap();
+        let t = Template::from_old_object(
+            INFRASTRUCTURE_GROUP,
+            "Metal3MachineTemplate",
+            "t",
+            NS,
+            &object,
+        )
+        .unwrap();
         assert_eq!(t.cluster_owners, vec!["z"]);
     }
 
     #[test]
     fn node_reuse_only_means_something_on_metal3_templates() {
         let object = json!({"metadata": {"name": "t"}, "spec": {"nodeReuse": true}});
-        let t = Template::from_old_object(INFRASTRUCTURE_GROUP, "AWSMachineTemplate", "t", NS, &object)
-            .unwrap();
+        let t =
+            Template::from_old_object(INFRASTRUCTURE_GROUP, "AWSMachineTemplate", "t", NS, &object)
+                .unwrap();
         assert!(!t.node_reuse);
     }
 
@@ -711,15 +823,27 @@ mod tests {
     #[case::no_name(json!({"metadata": {}}), "neither the request nor its oldObject names the template")]
     fn malformed_old_objects(#[case] object: Value, #[case] problem: &str) {
         assert_eq!(
-            Template::from_old_object(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "", NS, &object),
+            Template::from_old_object(
+                INFRASTRUCTURE_GROUP,
+                "Metal3MachineTemplate",
+                "",
+                NS,
+                &object
+            ),
             Err(problem.to_string())
         );
     }
 
     #[test]
     fn name_falls_back_to_the_request() {
-        let t = Template::from_old_object(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "req", NS, &json!({}))
-            .unwrap();
+        let t = Template::from_old_object(
+            INFRASTRUCTURE_GROUP,
+            "Metal3MachineTemplate",
+            "req",
+            NS,
+            &json!({}),
+        )
+        .unwrap();
         assert_eq!(t.reference.name, "req");
     }
 
@@ -735,7 +859,10 @@ mod tests {
     fn unused_template_is_released_without_cluster_lookup() {
         let mut t = template("Metal3MachineTemplate", "t", true);
         t.cluster_owners = vec!["edge-a".into()];
-        assert_eq!(after_referrers(&t, &[]), Some(Decision::Release(Release::Unused)));
+        assert_eq!(
+            after_referrers(&t, &[]),
+            Some(Decision::Release(Release::Unused))
+        );
     }
 
     #[test]
@@ -749,7 +876,10 @@ mod tests {
     fn used_template_with_cluster_owner_needs_the_clusters() {
         let mut t = template("Metal3MachineTemplate", "t", true);
         t.cluster_owners = vec!["edge-a".into()];
-        assert_eq!(after_referrers(&t, &[referrer(MachineSet, "ms", &[INFRA])]), None);
+        assert_eq!(
+            after_referrers(&t, &[referrer(MachineSet, "ms", &[INFRA])]),
+            None
+        );
     }
 
     #[rstest]

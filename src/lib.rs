@@ -16,11 +16,11 @@ pub mod settings;
 #[cfg(test)]
 mod testing;
 
+use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
-use kubewarden_policy_sdk::protocol_version_guest;
 use serde_json::Value;
 
 use admission::Outcome;

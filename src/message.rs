@@ -48,7 +48,7 @@ fn describe_group(kind: ReferrerKind, group: &[&Referrer]) -> String {
         .collect();
     let more = group.len() - shown.len();
     let last = if more > 0 {
-        format!("and {more} more")
+        format!("{more} more")
     } else {
         names.pop().unwrap_or_default()
     };
@@ -218,9 +218,22 @@ mod tests {
         let mut referrers: Vec<Referrer> = (1..=5)
             .map(|i| r(Metal3Machine, &format!("m{i}"), "metadata.annotations[x]"))
             .collect();
-        referrers.insert(0, r(ClusterClass, "cc", "spec.controlPlane.machineInfrastructure.ref"));
-        referrers.insert(0, r(MachineSet, "b", "spec.template.spec.infrastructureRef"));
-        referrers.insert(0, r(MachineSet, "a", "spec.template.spec.bootstrap.configRef"));
+        referrers.insert(
+            0,
+            r(
+                ClusterClass,
+                "cc",
+                "spec.controlPlane.machineInfrastructure.ref",
+            ),
+        );
+        referrers.insert(
+            0,
+            r(MachineSet, "b", "spec.template.spec.infrastructureRef"),
+        );
+        referrers.insert(
+            0,
+            r(MachineSet, "a", "spec.template.spec.bootstrap.configRef"),
+        );
         assert_eq!(
             in_use(&template(), &referrers),
             "Metal3MachineTemplate ns/t is still in use and was not deleted. It is referenced by MachineSets a (spec.template.spec.bootstrap.configRef) and b (spec.template.spec.infrastructureRef); ClusterClass cc (spec.controlPlane.machineInfrastructure.ref); Metal3Machines m1, m2, m3 and 2 more (metadata.annotations[x]). Point them at another template and let the rollout finish, or delete them first. Change or delete the ClusterClass first. The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone. Then delete the template again."
@@ -248,23 +261,30 @@ mod tests {
     }
 
     fn error(failure: Failure, api_version: &str, kind: &str) -> LookupError {
-        LookupError {
-            verb: "list",
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: "ns".into(),
-            name: None,
-            failure,
-            detail: "boom".into(),
-        }
+        LookupError::of_list(api_version, kind, "ns", failure, "boom".into())
     }
 
     #[rstest]
     #[case::denied(Failure::AccessDenied, "cluster.x-k8s.io/v1beta1", "MachineSet", "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources.")]
-    #[case::capi_not_served(Failure::NotServed, "cluster.x-k8s.io/v1beta2", "MachineSet", "Set capiApiVersion to a version your installed provider serves.")]
-    #[case::metal3_not_served(Failure::NotServed, "infrastructure.cluster.x-k8s.io/v1beta2", "Metal3Machine", "Set metal3ApiVersion to a version your installed provider serves.")]
+    #[case::capi_not_served(
+        Failure::NotServed,
+        "cluster.x-k8s.io/v1beta2",
+        "MachineSet",
+        "Set capiApiVersion to a version your installed provider serves."
+    )]
+    #[case::metal3_not_served(
+        Failure::NotServed,
+        "infrastructure.cluster.x-k8s.io/v1beta2",
+        "Metal3Machine",
+        "Set metal3ApiVersion to a version your installed provider serves."
+    )]
     #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]
-    fn hints(#[case] failure: Failure, #[case] api_version: &str, #[case] kind: &str, #[case] hint: &str) {
+    fn hints(
+        #[case] failure: Failure,
+        #[case] api_version: &str,
+        #[case] kind: &str,
+        #[case] hint: &str,
+    ) {
         assert_eq!(lookup_hint(&error(failure, api_version, kind)), hint);
     }
 

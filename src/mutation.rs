@@ -76,8 +76,13 @@ impl Intent {
     }
 }
 
-fn object_at<'a>(parent: &'a mut Map<String, Value>, key: &str) -> Result<&'a mut Map<String, Value>, String> {
-    let slot = parent.entry(key).or_insert_with(|| Value::Object(Map::new()));
+fn object_at<'a>(
+    parent: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    let slot = parent
+        .entry(key)
+        .or_insert_with(|| Value::Object(Map::new()));
     if slot.is_null() {
         *slot = Value::Object(Map::new());
     }
@@ -87,7 +92,11 @@ fn object_at<'a>(parent: &'a mut Map<String, Value>, key: &str) -> Result<&'a mu
 
 /// The machine with the template's intent written on it, or `None` when it already carries it.
 /// Works on a clone of the request's JSON so every field the policy does not touch survives.
-pub fn apply(machine: &Value, intent: &Intent, settings: &Settings) -> Result<Option<Value>, String> {
+pub fn apply(
+    machine: &Value,
+    intent: &Intent,
+    settings: &Settings,
+) -> Result<Option<Value>, String> {
     let mut mutated = machine.clone();
     let root = mutated
         .as_object_mut()
@@ -144,12 +153,27 @@ mod tests {
     }
 
     #[rstest]
-    #[case::reuse_true_mode_from_template(intent(true, Some("disabled")), None, "true", Some("disabled"))]
-    #[case::reuse_false_mode_from_template(intent(false, Some("metadata")), None, "false", Some("metadata"))]
+    #[case::reuse_true_mode_from_template(
+        intent(true, Some("disabled")),
+        None,
+        "true",
+        Some("disabled")
+    )]
+    #[case::reuse_false_mode_from_template(
+        intent(false, Some("metadata")),
+        None,
+        "false",
+        Some("metadata")
+    )]
     #[case::template_without_mode(intent(true, None), None, "true", None)]
     #[case::machine_mode_is_kept(intent(true, Some("disabled")), Some(json!("metadata")), "true", Some("metadata"))]
     #[case::empty_machine_mode_is_filled(intent(true, Some("disabled")), Some(json!("")), "true", Some("disabled"))]
-    #[case::null_machine_mode_is_filled(intent(true, Some("disabled")), Some(Value::Null), "true", Some("disabled"))]
+    #[case::null_machine_mode_is_filled(
+        intent(true, Some("disabled")),
+        Some(Value::Null),
+        "true",
+        Some("disabled")
+    )]
     fn writes_the_intent(
         #[case] intent: Intent,
         #[case] machine_mode: Option<Value>,
@@ -160,11 +184,18 @@ mod tests {
         if let Some(m) = machine_mode {
             machine["spec"]["automatedCleaningMode"] = m;
         }
-        let mutated = apply(&machine, &intent, &Settings::default()).unwrap().unwrap();
+        let mutated = apply(&machine, &intent, &Settings::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(mutated["metadata"]["annotations"][KEY], json!(reuse));
-        assert_eq!(mutated["metadata"]["annotations"][FROM], json!("edge-a-workers-7f3c9d2e"));
         assert_eq!(
-            mutated["spec"].get("automatedCleaningMode").and_then(Value::as_str),
+            mutated["metadata"]["annotations"][FROM],
+            json!("edge-a-workers-7f3c9d2e")
+        );
+        assert_eq!(
+            mutated["spec"]
+                .get("automatedCleaningMode")
+                .and_then(Value::as_str),
             mode
         );
     }
@@ -174,9 +205,13 @@ mod tests {
         let mut machine = created();
         machine["spec"]["someFutureField"] = json!({"nested": [1, 2, {"x": null}]});
         machine["status"] = json!({"ready": false});
-        let mutated = apply(&machine, &intent(true, Some("disabled")), &Settings::default())
-            .unwrap()
-            .unwrap();
+        let mutated = apply(
+            &machine,
+            &intent(true, Some("disabled")),
+            &Settings::default(),
+        )
+        .unwrap()
+        .unwrap();
         let mut expected = machine.clone();
         expected["metadata"]["annotations"][KEY] = json!("true");
         expected["metadata"]["annotations"][FROM] = json!("edge-a-workers-7f3c9d2e");
@@ -186,25 +221,42 @@ mod tests {
 
     #[test]
     fn already_mutated_machine_gets_no_patch() {
-        let machine = apply(&created(), &intent(true, Some("disabled")), &Settings::default())
-            .unwrap()
-            .unwrap();
-        assert_eq!(apply(&machine, &intent(true, Some("disabled")), &Settings::default()), Ok(None));
+        let machine = apply(
+            &created(),
+            &intent(true, Some("disabled")),
+            &Settings::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            apply(
+                &machine,
+                &intent(true, Some("disabled")),
+                &Settings::default()
+            ),
+            Ok(None)
+        );
     }
 
     #[test]
     fn stale_marker_is_corrected() {
         let mut machine = created();
         machine["metadata"]["annotations"][KEY] = json!("true");
-        let mutated = apply(&machine, &intent(false, None), &Settings::default()).unwrap().unwrap();
+        let mutated = apply(&machine, &intent(false, None), &Settings::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(mutated["metadata"]["annotations"][KEY], json!("false"));
     }
 
     #[test]
     fn machine_without_metadata_or_spec() {
-        let mutated = apply(&json!({"kind": "Metal3Machine"}), &intent(true, Some("disabled")), &Settings::default())
-            .unwrap()
-            .unwrap();
+        let mutated = apply(
+            &json!({"kind": "Metal3Machine"}),
+            &intent(true, Some("disabled")),
+            &Settings::default(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             mutated,
             json!({"kind": "Metal3Machine", "metadata": {"annotations": {KEY: "true", FROM: "edge-a-workers-7f3c9d2e"}}, "spec": {"automatedCleaningMode": "disabled"}})
@@ -218,9 +270,17 @@ mod tests {
             source_template_annotation: "example.com/from".into(),
             ..Default::default()
         };
-        let mutated = apply(&created(), &intent(true, None), &settings).unwrap().unwrap();
-        assert_eq!(mutated["metadata"]["annotations"]["example.com/reuse"], json!("true"));
-        assert_eq!(mutated["metadata"]["annotations"]["example.com/from"], json!("edge-a-workers-7f3c9d2e"));
+        let mutated = apply(&created(), &intent(true, None), &settings)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            mutated["metadata"]["annotations"]["example.com/reuse"],
+            json!("true")
+        );
+        assert_eq!(
+            mutated["metadata"]["annotations"]["example.com/from"],
+            json!("edge-a-workers-7f3c9d2e")
+        );
         assert!(mutated["metadata"]["annotations"].get(KEY).is_none());
     }
 
@@ -231,16 +291,36 @@ mod tests {
     #[case::spec_not_an_object(json!({"spec": 1}), "its spec is not an object")]
     fn malformed_machines(#[case] machine: Value, #[case] problem: &str) {
         assert_eq!(
-            apply(&machine, &intent(true, Some("disabled")), &Settings::default()),
+            apply(
+                &machine,
+                &intent(true, Some("disabled")),
+                &Settings::default()
+            ),
             Err(problem.to_string())
         );
     }
 
     #[rstest]
-    #[case::v1beta1_template("v1beta1/01-metal3machinetemplate-workers.json", true, Some("disabled"))]
-    #[case::v1beta2_template("v1beta2/01-metal3machinetemplate-workers.json", true, Some("disabled"))]
-    #[case::topology_copy_without_reuse_or_mode("admission/topology-cloned-metal3machinetemplate.v1beta2.json", false, None)]
-    fn intent_of_templates(#[case] file: &str, #[case] node_reuse: bool, #[case] mode: Option<&str>) {
+    #[case::v1beta1_template(
+        "v1beta1/01-metal3machinetemplate-workers.json",
+        true,
+        Some("disabled")
+    )]
+    #[case::v1beta2_template(
+        "v1beta2/01-metal3machinetemplate-workers.json",
+        true,
+        Some("disabled")
+    )]
+    #[case::topology_copy_without_reuse_or_mode(
+        "admission/topology-cloned-metal3machinetemplate.v1beta2.json",
+        false,
+        None
+    )]
+    fn intent_of_templates(
+        #[case] file: &str,
+        #[case] node_reuse: bool,
+        #[case] mode: Option<&str>,
+    ) {
         let template: Metal3MachineTemplate = fixture(file);
         let got = Intent::of("n", &template);
         assert_eq!(got.node_reuse, node_reuse);
@@ -255,7 +335,9 @@ mod tests {
     }
 
     fn meta(value: Value) -> Metadata {
-        serde_json::from_value::<MetadataOnly>(json!({"metadata": value})).unwrap().metadata
+        serde_json::from_value::<MetadataOnly>(json!({"metadata": value}))
+            .unwrap()
+            .metadata
     }
 
     #[rstest]
@@ -284,6 +366,9 @@ mod tests {
     #[test]
     fn owner_naming_another_provider_names_nothing() {
         let ms: MachineSetLike = serde_json::from_value(json!({"spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "a"}}}}})).unwrap();
-        assert_eq!(metal3_template_named_by(&references::of_machine_set(&ms)), None);
+        assert_eq!(
+            metal3_template_named_by(&references::of_machine_set(&ms)),
+            None
+        );
     }
 }

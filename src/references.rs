@@ -1,8 +1,8 @@
 //! Which templates does an object name, and under which field?
 
 use crate::capi::{
-    metal3_template_groupkind, ClusterClass, ControlPlane, MachineSetLike, MetadataOnly,
-    ObjectRef, TemplateSlot, WorkerClass, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
+    metal3_template_groupkind, ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, ObjectRef,
+    TemplateSlot, WorkerClass, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
 };
 
 /// The template a request is about: kind, group and name (its namespace is the request's).
@@ -34,7 +34,10 @@ pub struct NamedTemplate<'a> {
     pub reference: &'a ObjectRef,
 }
 
-fn named<'a>(field: impl Into<String>, reference: &'a Option<ObjectRef>) -> Option<NamedTemplate<'a>> {
+fn named<'a>(
+    field: impl Into<String>,
+    reference: &'a Option<ObjectRef>,
+) -> Option<NamedTemplate<'a>> {
     reference.as_ref().map(|reference| NamedTemplate {
         field: field.into(),
         reference,
@@ -45,8 +48,14 @@ fn named<'a>(field: impl Into<String>, reference: &'a Option<ObjectRef>) -> Opti
 pub fn of_machine_set(object: &MachineSetLike) -> Vec<NamedTemplate<'_>> {
     let spec = &object.spec.template.spec;
     [
-        named("spec.template.spec.infrastructureRef", &spec.infrastructure_ref),
-        named("spec.template.spec.bootstrap.configRef", &spec.bootstrap.config_ref),
+        named(
+            "spec.template.spec.infrastructureRef",
+            &spec.infrastructure_ref,
+        ),
+        named(
+            "spec.template.spec.bootstrap.configRef",
+            &spec.bootstrap.config_ref,
+        ),
     ]
     .into_iter()
     .flatten()
@@ -57,7 +66,10 @@ pub fn of_machine_set(object: &MachineSetLike) -> Vec<NamedTemplate<'_>> {
 pub fn of_control_plane(object: &ControlPlane) -> Vec<NamedTemplate<'_>> {
     let spec = &object.spec;
     [
-        named("spec.machineTemplate.infrastructureRef", &spec.machine_template.infrastructure_ref),
+        named(
+            "spec.machineTemplate.infrastructureRef",
+            &spec.machine_template.infrastructure_ref,
+        ),
         named(
             "spec.machineTemplate.spec.infrastructureRef",
             &spec.machine_template.spec.infrastructure_ref,
@@ -84,11 +96,20 @@ fn of_worker_classes<'a>(
 ) -> impl Iterator<Item = NamedTemplate<'a>> {
     classes.iter().flat_map(move |worker| {
         let at = format!("spec.workers.{list}[class={}]", worker.class);
-        of_slot(&format!("{at}.template.infrastructure"), &worker.template.infrastructure)
-            .chain(of_slot(&format!("{at}.template.bootstrap"), &worker.template.bootstrap))
-            .chain(of_slot(&format!("{at}.infrastructure"), &worker.infrastructure))
-            .chain(of_slot(&format!("{at}.bootstrap"), &worker.bootstrap))
-            .collect::<Vec<_>>()
+        of_slot(
+            &format!("{at}.template.infrastructure"),
+            &worker.template.infrastructure,
+        )
+        .chain(of_slot(
+            &format!("{at}.template.bootstrap"),
+            &worker.template.bootstrap,
+        ))
+        .chain(of_slot(
+            &format!("{at}.infrastructure"),
+            &worker.infrastructure,
+        ))
+        .chain(of_slot(&format!("{at}.bootstrap"), &worker.bootstrap))
+        .collect::<Vec<_>>()
     })
 }
 
@@ -99,8 +120,14 @@ pub fn of_cluster_class(object: &ClusterClass) -> Vec<NamedTemplate<'_>> {
         "spec.controlPlane.machineInfrastructure",
         &spec.control_plane.machine_infrastructure,
     )
-    .chain(of_worker_classes("machineDeployments", &spec.workers.machine_deployments))
-    .chain(of_worker_classes("machinePools", &spec.workers.machine_pools))
+    .chain(of_worker_classes(
+        "machineDeployments",
+        &spec.workers.machine_deployments,
+    ))
+    .chain(of_worker_classes(
+        "machinePools",
+        &spec.workers.machine_pools,
+    ))
     .collect()
 }
 
@@ -137,18 +164,44 @@ mod tests {
         assert_eq!(
             fields(of_machine_set(&md)),
             vec![
-                pair("spec.template.spec.infrastructureRef", "edge-a-workers-7f3c9d2e"),
-                pair("spec.template.spec.bootstrap.configRef", "edge-a-workers-kct-9a4f01"),
+                pair(
+                    "spec.template.spec.infrastructureRef",
+                    "edge-a-workers-7f3c9d2e"
+                ),
+                pair(
+                    "spec.template.spec.bootstrap.configRef",
+                    "edge-a-workers-kct-9a4f01"
+                ),
             ]
         );
     }
 
     #[rstest]
-    #[case::kcp_v1beta1("v1beta1/07-kubeadmcontrolplane.json", "spec.machineTemplate.infrastructureRef", "edge-a-cp-5d21c0aa")]
-    #[case::kcp_v1beta2("v1beta2/08-kubeadmcontrolplane.json", "spec.machineTemplate.spec.infrastructureRef", "edge-a-cp-5d21c0aa")]
-    #[case::rke2_v1beta1("v1beta1/08-rke2controlplane.json", "spec.machineTemplate.infrastructureRef", "edge-b-cp-0c7e11f2")]
-    #[case::rke2_v1beta1_legacy("v1beta1/09-rke2controlplane-legacy-infraref.json", "spec.infrastructureRef", "edge-c-cp-9b02d4e1")]
-    #[case::rke2_v1beta2("v1beta2/10-rke2controlplane.json", "spec.machineTemplate.spec.infrastructureRef", "edge-b-cp-0c7e11f2")]
+    #[case::kcp_v1beta1(
+        "v1beta1/07-kubeadmcontrolplane.json",
+        "spec.machineTemplate.infrastructureRef",
+        "edge-a-cp-5d21c0aa"
+    )]
+    #[case::kcp_v1beta2(
+        "v1beta2/08-kubeadmcontrolplane.json",
+        "spec.machineTemplate.spec.infrastructureRef",
+        "edge-a-cp-5d21c0aa"
+    )]
+    #[case::rke2_v1beta1(
+        "v1beta1/08-rke2controlplane.json",
+        "spec.machineTemplate.infrastructureRef",
+        "edge-b-cp-0c7e11f2"
+    )]
+    #[case::rke2_v1beta1_legacy(
+        "v1beta1/09-rke2controlplane-legacy-infraref.json",
+        "spec.infrastructureRef",
+        "edge-c-cp-9b02d4e1"
+    )]
+    #[case::rke2_v1beta2(
+        "v1beta2/10-rke2controlplane.json",
+        "spec.machineTemplate.spec.infrastructureRef",
+        "edge-b-cp-0c7e11f2"
+    )]
     fn control_plane_names_its_machine_template(
         #[case] file: &str,
         #[case] field: &str,
@@ -196,7 +249,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             fields(of_cluster_class(&class)),
-            vec![pair("spec.workers.machinePools[class=pool].bootstrap.templateRef", "b")]
+            vec![pair(
+                "spec.workers.machinePools[class=pool].bootstrap.templateRef",
+                "b"
+            )]
         );
     }
 
@@ -213,9 +269,18 @@ mod tests {
     #[case::api_version_shape(r#"{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta1","kind":"Metal3MachineTemplate","name":"t"}"#, true)]
     #[case::no_group_in_reference(r#"{"kind":"Metal3MachineTemplate","name":"t"}"#, true)]
     #[case::other_name(r#"{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"Metal3MachineTemplate","name":"u"}"#, false)]
-    #[case::other_kind_same_name(r#"{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"AWSMachineTemplate","name":"t"}"#, false)]
-    #[case::other_group_same_kind(r#"{"apiGroup":"infrastructure.example.com","kind":"Metal3MachineTemplate","name":"t"}"#, false)]
-    #[case::other_group_in_api_version(r#"{"apiVersion":"example.com/v1","kind":"Metal3MachineTemplate","name":"t"}"#, false)]
+    #[case::other_kind_same_name(
+        r#"{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"AWSMachineTemplate","name":"t"}"#,
+        false
+    )]
+    #[case::other_group_same_kind(
+        r#"{"apiGroup":"infrastructure.example.com","kind":"Metal3MachineTemplate","name":"t"}"#,
+        false
+    )]
+    #[case::other_group_in_api_version(
+        r#"{"apiVersion":"example.com/v1","kind":"Metal3MachineTemplate","name":"t"}"#,
+        false
+    )]
     fn reference_matching(#[case] json: &str, #[case] expected: bool) {
         let reference: ObjectRef = serde_json::from_str(json).unwrap();
         assert_eq!(
@@ -225,10 +290,26 @@ mod tests {
     }
 
     #[rstest]
-    #[case::cloned_from_it("edge-a-workers-1b8e4a60", "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io", true)]
-    #[case::other_template("edge-a-workers-7f3c9d2e", "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io", false)]
-    #[case::other_groupkind("edge-a-workers-1b8e4a60", "KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io", false)]
-    fn metal3_machine_clone_source(#[case] name: &str, #[case] groupkind: &str, #[case] expected: bool) {
+    #[case::cloned_from_it(
+        "edge-a-workers-1b8e4a60",
+        "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io",
+        true
+    )]
+    #[case::other_template(
+        "edge-a-workers-7f3c9d2e",
+        "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io",
+        false
+    )]
+    #[case::other_groupkind(
+        "edge-a-workers-1b8e4a60",
+        "KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io",
+        false
+    )]
+    fn metal3_machine_clone_source(
+        #[case] name: &str,
+        #[case] groupkind: &str,
+        #[case] expected: bool,
+    ) {
         let mut machine: MetadataOnly = fixture("v1beta2/06-metal3machine-worker.json");
         machine
             .metadata

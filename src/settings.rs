@@ -146,7 +146,9 @@ impl TryFrom<Value> for Settings {
                 "countScaledDownMachineSets" => {
                     settings.count_scaled_down_machine_sets = boolean(key, value)?
                 }
-                "failOpenOnLookupError" => settings.fail_open_on_lookup_error = boolean(key, value)?,
+                "failOpenOnLookupError" => {
+                    settings.fail_open_on_lookup_error = boolean(key, value)?
+                }
                 "mutateMetal3Machines" => settings.mutate_metal3_machines = boolean(key, value)?,
                 "nodeReuseAnnotation" => settings.node_reuse_annotation = string(key, value)?,
                 "sourceTemplateAnnotation" => {
@@ -298,7 +300,10 @@ mod tests {
     #[test]
     fn settings_that_are_not_json_are_explained() {
         let err = parse_and_validate(b"{capiApiVersion").unwrap_err();
-        assert!(err.starts_with("The settings are not valid JSON: "), "{err}");
+        assert!(
+            err.starts_with("The settings are not valid JSON: "),
+            "{err}"
+        );
     }
 
     #[rstest]
@@ -306,10 +311,19 @@ mod tests {
     #[case::prefixed("capi-template-guard.kubewarden.io/node-reuse", None)]
     #[case::dots_and_underscores("example.com/a_b.c", None)]
     #[case::empty("", Some("its name part must have 1 to 63 characters"))]
-    #[case::empty_prefix("/name", Some("its prefix must be a lowercase DNS subdomain such as example.com"))]
+    #[case::empty_prefix(
+        "/name",
+        Some("its prefix must be a lowercase DNS subdomain such as example.com")
+    )]
     #[case::long_name(&"a".repeat(64), Some("its name part must have 1 to 63 characters"))]
-    #[case::space("example.com/a b", Some("its name part may only hold letters, digits, '-', '_' and '.'"))]
-    #[case::two_slashes("a/b/c", Some("its prefix must be a lowercase DNS subdomain such as example.com"))]
+    #[case::space(
+        "example.com/a b",
+        Some("its name part may only hold letters, digits, '-', '_' and '.'")
+    )]
+    #[case::two_slashes(
+        "a/b/c",
+        Some("its prefix must be a lowercase DNS subdomain such as example.com")
+    )]
     fn annotation_keys(#[case] key: &str, #[case] problem: Option<&str>) {
         assert_eq!(annotation_key_problem(key), problem);
     }

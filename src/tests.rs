@@ -1,0 +1,467 @@
+//! `validate()` end to end through an in-memory cluster, on requests from `test_data/requests/`
+//! shaped as the API server sends them.
+
+use super::*;
+use crate::testing::{fixture, list_of, FakeCluster};
+use serde_json::{json, Value};
+
+const V1_MD: &str = "cluster.x-k8s.io/v1beta1";
+const V2_MD: &str = "cluster.x-k8s.io/v1beta2";
+const V1_CP: &str = "controlplane.cluster.x-k8s.io/v1beta1";
+const V2_CP: &str = "controlplane.cluster.x-k8s.io/v1beta2";
+const V1_M3: &str = "infrastructure.cluster.x-k8s.io/v1beta1";
+const V2_M3: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
+const RKE2_MISSING: &str =
+    "Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane";
+
+fn request(case: &str) -> Value {
+    let file = format!(
+        "{}/test_data/requests/{case}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+}
+
+fn run(case: &str, settings: Value, cluster: &FakeCluster) -> ValidationResponse {
+    let payload = json!({"request": request(case), "settings": settings});
+    let bytes = respond(payload.to_string().as_bytes(), cluster).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+fn v2() -> Value {
+    json!({"capiApiVersion": "v1beta2", "controlPlaneApiVersion": "v1beta2", "metal3ApiVersion": "v1beta2"})
+}
+
+fn list(api_version: &str, kind: &str, files: &[&str]) -> String {
+    let items: Vec<Value> = files.iter().map(|f| fixture(f)).collect();
+    list_of(api_version, kind, &items)
+}
+
+/// The v1beta1 lists of a namespace with one MachineDeployment, its old MachineSet, a KCP, no
+/// RKE2 provider and one Metal3Machine.
+fn v1_namespace() -> FakeCluster {
+    FakeCluster::new()
+        .answer_list(
+            V1_MD,
+            "MachineDeployment",
+            &list(
+                V1_MD,
+                "MachineDeployment",
+                &["v1beta1/04-machinedeployment.json"],
+            ),
+        )
+        .answer_list(
+            V1_MD,
+            "MachineSet",
+            &list(
+                V1_MD,
+                "MachineSet",
+                &["v1beta1/05-machineset-old-revision.json"],
+            ),
+        )
+        .answer_list(
+            V1_CP,
+            "KubeadmControlPlane",
+            &list(
+                V1_CP,
+                "KubeadmControlPlane",
+                &["v1beta1/07-kubeadmcontrolplane.json"],
+            ),
+        )
+        .fail_list(V1_CP, "RKE2ControlPlane", RKE2_MISSING)
+        .answer_list(V1_MD, "ClusterClass", &list(V1_MD, "ClusterClass", &[]))
+        .answer_list(
+            V1_M3,
+            "Metal3Machine",
+            &list(
+                V1_M3,
+                "Metal3Machine",
+                &["v1beta1/06-metal3machine-worker.json"],
+            ),
+        )
+}
+
+const V1_LISTS: [&str; 6] = [
+    "list cluster.x-k8s.io/v1beta1 MachineDeployment edge-sites masks=[spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef]",
+    "list cluster.x-k8s.io/v1beta1 MachineSet edge-sites masks=[spec.replicas, spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef, status.replicas]",
+    "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites masks=[spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
+    "list controlplane.cluster.x-k8s.io/v1beta1 RKE2ControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
+    "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites masks=[spec.controlPlane.machineInfrastructure, spec.workers]",
+    "list infrastructure.cluster.x-k8s.io/v1beta1 Metal3Machine edge-sites masks=[metadata.name]",
+];
+
+#[test]
+fn template_in_use_is_rejected_with_every_list_read_once() {
+    let cluster = v1_namespace();
+    let response = run("guard-row1-machinedeployment-v1beta1", json!({}), &cluster);
+    assert!(!response.accepted);
+    assert_eq!(response.code, Some(409));
+    assert_eq!(
+        response.message.as_deref(),
+        Some("Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again.")
+    );
+    assert_eq!(cluster.calls(), V1_LISTS);
+}
+
+#[test]
+fn dry_run_gets_the_same_answer() {
+    let real = run(
+        "guard-row1-machinedeployment-v1beta1",
+        json!({}),
+        &v1_namespace(),
+    );
+    let dry = run(
+        "guard-row1-machinedeployment-dryrun",
+        json!({}),
+        &v1_namespace(),
+    );
+    assert_eq!(
+        (real.accepted, real.code, real.message),
+        (dry.accepted, dry.code, dry.message)
+    );
+}
+
+#[test]
+fn unused_template_is_accepted() {
+    let cluster = v1_namespace();
+    let response = run("guard-unused-template", json!({}), &cluster);
+    assert!(response.accepted);
+    assert_eq!(response.warnings, None);
+    assert_eq!(cluster.calls(), V1_LISTS);
+}
+
+#[test]
+fn bootstrap_template_reads_only_what_can_name_it() {
+    let cluster = FakeCluster::new()
+        .answer_list(
+            V2_MD,
+            "MachineDeployment",
+            &list(
+                V2_MD,
+                "MachineDeployment",
+                &["v1beta2/04-machinedeployment.json"],
+            ),
+        )
+        .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
+        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]));
+    let response = run("guard-row1-bootstrap-template", v2(), &cluster);
+    assert_eq!(response.code, Some(409));
+    assert!(response
+        .message
+        .unwrap()
+        .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
+    let kinds: Vec<String> = cluster
+        .calls()
+        .iter()
+        .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(kinds, ["MachineDeployment", "MachineSet", "ClusterClass"]);
+}
+
+#[test]
+fn clusterctl_move_is_accepted_without_lookups() {
+    let cluster = FakeCluster::new();
+    let response = run("guard-row5-clusterctl-move", v2(), &cluster);
+    assert!(response.accepted);
+    assert!(cluster.calls().is_empty());
+}
+
+fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeCluster {
+    let fake = FakeCluster::new()
+        .answer_list(
+            V2_MD,
+            "MachineDeployment",
+            &list(
+                V2_MD,
+                "MachineDeployment",
+                &["v1beta2/04-machinedeployment.json"],
+            ),
+        )
+        .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
+        .answer_list(
+            V2_CP,
+            "KubeadmControlPlane",
+            &list(V2_CP, "KubeadmControlPlane", &[]),
+        )
+        .answer_list(
+            V2_CP,
+            "RKE2ControlPlane",
+            &list(V2_CP, "RKE2ControlPlane", &[]),
+        )
+        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
+        .answer_list(V2_M3, "Metal3Machine", &list(V2_M3, "Metal3Machine", &[]));
+    match cluster_answer {
+        Ok(found) => fake.answer_get(V2_MD, "Cluster", "edge-a", &found.to_string()),
+        Err(error) => fake.fail_get(V2_MD, "Cluster", "edge-a", error),
+    }
+}
+
+#[test]
+fn owning_cluster_being_deleted_releases_the_template() {
+    let cluster = v2_namespace_with_cluster(Ok(
+        json!({"metadata": {"name": "edge-a", "deletionTimestamp": "2026-11-29T10:00:00Z"}}),
+    ));
+    let response = run("guard-row6-cluster-deleting", v2(), &cluster);
+    assert!(response.accepted);
+    assert_eq!(
+        cluster.calls().last().map(String::as_str),
+        Some("get cluster.x-k8s.io/v1beta2 Cluster edge-sites/edge-a cache=true masks=[metadata.name]")
+    );
+}
+
+#[test]
+fn owning_cluster_gone_releases_the_template() {
+    let cluster = v2_namespace_with_cluster(Err("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"));
+    assert!(run("guard-row6-cluster-gone", v2(), &cluster).accepted);
+}
+
+#[test]
+fn live_owning_cluster_keeps_the_rejection() {
+    let cluster = v2_namespace_with_cluster(Ok(json!({"metadata": {"name": "edge-a"}})));
+    let response = run("guard-row6-cluster-live", v2(), &cluster);
+    assert_eq!(response.code, Some(409));
+}
+
+#[test]
+fn failed_cluster_lookup_fails_closed() {
+    let cluster = v2_namespace_with_cluster(Err("Callback evaluation failure: timed out"));
+    let response = run("guard-row6-cluster-live", v2(), &cluster);
+    assert_eq!(response.code, Some(500));
+    assert!(response.message.unwrap().contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
+}
+
+#[test]
+fn failed_list_fails_closed_and_stops_looking() {
+    let cluster = FakeCluster::new()
+        .answer_list(
+            V1_MD,
+            "MachineDeployment",
+            &list(V1_MD, "MachineDeployment", &[]),
+        )
+        .fail_list(
+            V1_MD,
+            "MachineSet",
+            "Callback evaluation failure: ApiError: forbidden",
+        );
+    let response = run("guard-lookup-failure", json!({}), &cluster);
+    assert!(!response.accepted);
+    assert_eq!(response.code, Some(500));
+    assert_eq!(
+        response.message.as_deref(),
+        Some("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true.")
+    );
+    assert_eq!(cluster.calls().len(), 2);
+}
+
+#[test]
+fn failed_list_can_fail_open_with_a_warning() {
+    let cluster = FakeCluster::new()
+        .answer_list(
+            V1_MD,
+            "MachineDeployment",
+            &list(V1_MD, "MachineDeployment", &[]),
+        )
+        .fail_list(
+            V1_MD,
+            "MachineSet",
+            "Callback evaluation failure: ApiError: forbidden",
+        );
+    let response = run(
+        "guard-lookup-failure",
+        json!({"failOpenOnLookupError": true}),
+        &cluster,
+    );
+    assert!(response.accepted);
+    let warnings = response.warnings.unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].starts_with("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and accepted the deletion because failOpenOnLookupError is true"), "{}", warnings[0]);
+}
+
+#[test]
+fn capi_kind_not_served_points_at_the_version_setting() {
+    let cluster = FakeCluster::new().fail_list(
+        V2_MD,
+        "MachineDeployment",
+        "Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found",
+    );
+    let response = run("guard-lookup-failure", v2(), &cluster);
+    assert_eq!(response.code, Some(500));
+    assert!(response.message.unwrap().contains("the API server does not serve this kind at this version. Set capiApiVersion to a version your installed provider serves."));
+}
+
+#[test]
+fn access_not_granted_points_at_context_aware_resources() {
+    let cluster = FakeCluster::new().fail_list(
+        V1_MD,
+        "MachineDeployment",
+        "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineDeployment resources. The violation has been reported.",
+    );
+    let response = run("guard-lookup-failure", json!({}), &cluster);
+    assert!(response.message.unwrap().contains("Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineDeployment to the policy's contextAwareResources."));
+}
+
+#[test]
+fn delete_without_old_object_is_rejected_as_bad_request() {
+    let cluster = FakeCluster::new();
+    let response = run("guard-delete-without-oldobject", v2(), &cluster);
+    assert_eq!(response.code, Some(400));
+    assert_eq!(
+        response.message.as_deref(),
+        Some("capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e: the request carries no oldObject. The deletion was refused; retry it, and report this if it persists.")
+    );
+    assert!(cluster.calls().is_empty());
+}
+
+#[test]
+fn other_kinds_and_operations_need_no_lookup() {
+    for case in [
+        "guard-delete-metal3machine",
+        "guard-update-template",
+        "mutate-update-ignored",
+    ] {
+        let cluster = FakeCluster::new();
+        let response = run(case, v2(), &cluster);
+        assert!(response.accepted, "{case}");
+        assert!(response.mutated_object.is_none(), "{case}");
+        assert!(cluster.calls().is_empty(), "{case}: {:?}", cluster.calls());
+    }
+}
+
+#[test]
+fn unreadable_payload_is_rejected_with_a_sentence() {
+    let bytes = respond(b"{not json", &FakeCluster::new()).unwrap();
+    let response: ValidationResponse = serde_json::from_slice(&bytes).unwrap();
+    assert!(!response.accepted);
+    assert_eq!(response.code, Some(400));
+    assert!(response.message.unwrap().starts_with(
+        "capi-template-guard cannot read this admission request: key must be a string"
+    ));
+}
+
+#[test]
+fn invalid_settings_in_a_request_are_rejected() {
+    let response = run(
+        "guard-row5-clusterctl-move",
+        json!({"capiApiVersion": "v2"}),
+        &FakeCluster::new(),
+    );
+    assert_eq!(response.code, Some(400));
+    assert_eq!(response.message.as_deref(), Some("capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"v1beta1\" or \"v1beta2\", not \"v2\"."));
+}
+
+#[test]
+fn validate_settings_answers_in_sentences() {
+    let answer = |payload: &str| -> SettingsValidationResponse {
+        serde_json::from_slice(&validate_settings(payload.as_bytes()).unwrap()).unwrap()
+    };
+    assert!(answer("{}").valid);
+    let bad = answer(r#"{"nodeReuse": true}"#);
+    assert!(!bad.valid);
+    assert!(bad
+        .message
+        .unwrap()
+        .starts_with("Unknown setting(s): nodeReuse."));
+    let not_json = answer("nope");
+    assert!(!not_json.valid);
+    assert!(not_json
+        .message
+        .unwrap()
+        .starts_with("The settings are not valid JSON"));
+}
+
+fn template_answer(cluster: FakeCluster) -> FakeCluster {
+    cluster.answer_get(
+        V2_M3,
+        "Metal3MachineTemplate",
+        "edge-a-workers-7f3c9d2e",
+        &fixture::<Value>("v1beta2/01-metal3machinetemplate-workers.json").to_string(),
+    )
+}
+
+#[test]
+fn new_machine_gets_the_template_intent() {
+    let cluster = template_answer(FakeCluster::new());
+    let response = run("mutate-create-from-annotations", v2(), &cluster);
+    assert!(response.accepted);
+    let mut expected: Value = request("mutate-create-from-annotations")["object"].clone();
+    expected["metadata"]["annotations"]["capi-template-guard.kubewarden.io/node-reuse"] =
+        json!("true");
+    expected["metadata"]["annotations"]["capi-template-guard.kubewarden.io/source-template"] =
+        json!("edge-a-workers-7f3c9d2e");
+    expected["spec"]["automatedCleaningMode"] = json!("disabled");
+    assert_eq!(response.mutated_object, Some(expected));
+    assert_eq!(
+        cluster.calls(),
+        ["get infrastructure.cluster.x-k8s.io/v1beta2 Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e cache=false masks=[spec.nodeReuse, spec.template.spec.automatedCleaningMode]"]
+    );
+}
+
+#[test]
+fn machine_without_annotations_finds_the_template_through_its_machine_set() {
+    let ms: Value = json!({"spec": {"template": {"spec": {"infrastructureRef": {
+        "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-7f3c9d2e"}}}}});
+    let cluster = template_answer(FakeCluster::new().answer_get(
+        V2_MD,
+        "MachineSet",
+        "edge-a-md-storage-7c4b9d5f8",
+        &ms.to_string(),
+    ));
+    let response = run("mutate-create-owner-fallback", v2(), &cluster);
+    let mutated = response.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["annotations"]["capi-template-guard.kubewarden.io/source-template"],
+        json!("edge-a-workers-7f3c9d2e")
+    );
+    assert_eq!(cluster.calls().len(), 2);
+}
+
+#[test]
+fn already_mutated_machine_is_accepted_without_patch() {
+    let response = run(
+        "mutate-already-mutated",
+        v2(),
+        &template_answer(FakeCluster::new()),
+    );
+    assert!(response.accepted);
+    assert_eq!(response.mutated_object, None);
+    assert_eq!(response.warnings, None);
+}
+
+#[test]
+fn missing_template_never_blocks_creation() {
+    let cluster = FakeCluster::new().fail_get(
+        V2_M3,
+        "Metal3MachineTemplate",
+        "edge-a-workers-7f3c9d2e",
+        "Callback evaluation failure: Cannot find infrastructure.cluster.x-k8s.io/v1beta2/Metal3MachineTemplate named 'edge-a-workers-7f3c9d2e' inside of namespace 'Some(\"edge-sites\")'",
+    );
+    let response = run("mutate-template-missing", v2(), &cluster);
+    assert!(response.accepted);
+    assert_eq!(response.mutated_object, None);
+    assert_eq!(
+        response.warnings,
+        Some(vec!["capi-template-guard did not copy nodeReuse and automatedCleaningMode onto Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z: its template Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e does not exist.".to_string()])
+    );
+}
+
+#[test]
+fn failed_template_lookup_never_blocks_creation() {
+    let cluster = FakeCluster::new(); // no answer: the lookup fails
+    let response = run("mutate-template-missing", v2(), &cluster);
+    assert!(response.accepted);
+    assert_eq!(response.mutated_object, None);
+    assert!(response.warnings.unwrap()[0].contains("getting Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e (infrastructure.cluster.x-k8s.io/v1beta2) failed"));
+}
+
+#[test]
+fn mutation_can_be_switched_off() {
+    let cluster = FakeCluster::new();
+    let response = run(
+        "mutate-create-from-annotations",
+        json!({"mutateMetal3Machines": false}),
+        &cluster,
+    );
+    assert!(response.accepted);
+    assert_eq!(response.mutated_object, None);
+    assert!(cluster.calls().is_empty());
+}

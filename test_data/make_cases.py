@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Writes the admission requests (test_data/requests/) and the host-call sessions
+(test_data/sessions/) that e2e.bats replays, from the objects in test_data/objects/.
+
+Sessions follow kwctl's replay format: a YAML list of exchanges, replayed strictly in order and
+matched exactly, so the field masks below must be the ones the policy sends (src/admission.rs).
+A list answer holds the objects as the policy server returns them: metadata plus masked fields.
+Run it after changing a case; the output is committed.
+"""
+import copy
+import json
+import pathlib
+
+import yaml
+
+HERE = pathlib.Path(__file__).parent
+NS = "edge-sites"
+CAPI, CP, INFRA, BOOT = ("cluster.x-k8s.io", "controlplane.cluster.x-k8s.io",
+                         "infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io")
+
+MASKS = {
+    "MachineDeployment": ["spec.template.spec.bootstrap.configRef", "spec.template.spec.infrastructureRef"],
+    "MachineSet": ["spec.replicas", "spec.template.spec.bootstrap.configRef",
+                   "spec.template.spec.infrastructureRef", "status.replicas"],
+    "KubeadmControlPlane": ["spec.machineTemplate.infrastructureRef", "spec.machineTemplate.spec.infrastructureRef"],
+    "RKE2ControlPlane": ["spec.infrastructureRef", "spec.machineTemplate.infrastructureRef",
+                         "spec.machineTemplate.spec.infrastructureRef"],
+    "ClusterClass": ["spec.controlPlane.machineInfrastructure", "spec.workers"],
+    "Metal3Machine": ["metadata.name"],
+    "Cluster": ["metadata.name"],
+}
+TEMPLATE_MASKS = ["spec.nodeReuse", "spec.template.spec.automatedCleaningMode"]
+OWNER_MS_MASKS = ["spec.template.spec.infrastructureRef"]
+GROUP = {"MachineDeployment": CAPI, "MachineSet": CAPI, "ClusterClass": CAPI, "Cluster": CAPI,
+         "KubeadmControlPlane": CP, "RKE2ControlPlane": CP, "Metal3Machine": INFRA,
+         "Metal3MachineTemplate": INFRA}
+
+
+def obj(path):
+    return json.loads((HERE / "objects" / path).read_text())
+
+
+def prune(value, mask):
+    """The policy server's field-mask pruning: keep masked keys, arrays are transparent."""
+    if not mask:
+        return value
+    if isinstance(value, dict):
+        return {k: prune(v, mask[k]) for k, v in value.items() if k in mask}
+    if isinstance(value, list):
+        return [prune(v, mask) for v in value]
+    return value
+
+
+def masked(o, masks):
+    tree = {}
+    for m in masks:
+        node = tree
+        for part in m.split("."):
+            node = node.setdefault(part, {})
+    rest = {k: v for k, v in o.items() if k not in ("apiVersion", "kind", "metadata")}
+    out = {"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]}
+    out.update(prune(rest, tree))
+    return out
+
+
+def av(kind, version):
+    return f"{GROUP[kind]}/{version}"
+
+
+def yaml_list(items):
+    return "".join(f"- {i}\n" for i in sorted(items))
+
+
+def list_call(kind, version, items=None, error=None):
+    request = (f"!KubernetesListResourceNamespace\napi_version: {av(kind, version)}\nkind: {kind}\n"
+               f"namespace: {NS}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n"
+               + yaml_list(MASKS[kind]))
+    if error is not None:
+        return {"type": "Exchange", "request": request, "response": {"type": "Error", "message": error}}
+    payload = {"apiVersion": av(kind, version), "kind": f"{kind}List", "metadata": {"resourceVersion": "4711"},
+               "items": [masked(i, MASKS[kind]) for i in (items or [])]}
+    return {"type": "Exchange", "request": request,
+            "response": {"type": "Success", "payload": json.dumps(payload, separators=(",", ":"))}}
+
+
+def get_call(kind, version, name, masks, disable_cache, found=None, error=None):
+    request = (f"!KubernetesGetResource\napi_version: {av(kind, version)}\nkind: {kind}\nname: {name}\n"
+               f"namespace: {NS}\ndisable_cache: {str(disable_cache).lower()}\nfield_masks:\n" + yaml_list(masks))
+    if found is None:
+        error = error or (f"Cannot find {av(kind, version)}/{kind} named '{name}' inside of namespace "
+                          f"'Some(\"{NS}\")'")
+        return {"type": "Exchange", "request": request, "response": {"type": "Error", "message": error}}
+    return {"type": "Exchange", "request": request,
+            "response": {"type": "Success", "payload": json.dumps(masked(found, masks), separators=(",", ":"))}}
+
+
+def not_served(kind, version):
+    return f"Cannot find resource {av(kind, version)}/{kind}"
+
+
+def with_meta(o, **meta):
+    o = copy.deepcopy(o)
+    o["metadata"].update(meta)
+    return o
+
+
+def deleting(o):
+    return with_meta(o, deletionTimestamp="2026-11-29T10:00:00Z")
+
+
+def request(operation, group, kind, version, name, obj=None, old=None, dry_run=False):
+    plural = kind.lower() + "s"
+    return {
+        "uid": f"e2e-{operation.lower()}-{name}",
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": plural},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "requestResource": {"group": group, "version": version, "resource": plural},
+        "name": name,
+        "namespace": NS,
+        "operation": operation,
+        "userInfo": {"username": "system:serviceaccount:flux-system:helm-controller",
+                     "groups": ["system:serviceaccounts", "system:authenticated"]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions" if operation == "DELETE"
+                    else "CreateOptions"},
+    }
+
+
+def delete(o, dry_run=False):
+    group, version = o["apiVersion"].split("/")
+    return request("DELETE", group, o["kind"], version, o["metadata"]["name"], old=o, dry_run=dry_run)
+
+
+def create(o):
+    group, version = o["apiVersion"].split("/")
+    return request("CREATE", group, o["kind"], version, o["metadata"]["name"], obj=o)
+
+
+V1, V2 = "v1beta1", "v1beta2"
+md1, ms1 = obj("v1beta1/04-machinedeployment.json"), obj("v1beta1/05-machineset-old-revision.json")
+md2, ms2 = obj("v1beta2/04-machinedeployment.json"), obj("v1beta2/05-machineset-old-revision.json")
+kcp1, kcp2 = obj("v1beta1/07-kubeadmcontrolplane.json"), obj("v1beta2/08-kubeadmcontrolplane.json")
+rke2_legacy = obj("v1beta1/09-rke2controlplane-legacy-infraref.json")
+cc2 = obj("v1beta2/13-clusterclass.json")
+m3m1, m3m2 = obj("v1beta1/06-metal3machine-worker.json"), obj("v1beta2/06-metal3machine-worker.json")
+m3m_cp2 = obj("v1beta2/09-metal3machine-controlplane.json")
+tpl_workers1 = obj("v1beta1/01-metal3machinetemplate-workers.json")
+tpl_workers2 = obj("v1beta2/01-metal3machinetemplate-workers.json")
+tpl_cp2 = obj("v1beta2/02-metal3machinetemplate-controlplane.json")
+kct2 = obj("v1beta2/03-kubeadmconfigtemplate-workers.json")
+created = obj("admission/metal3machine-as-created-by-machineset.v1beta2.json")
+moved = obj("admission/metal3machinetemplate-delete-for-move.oldObject.v1beta2.json")
+
+
+def old_template(template, name, version=V2):
+    t = with_meta(template, name=name)
+    t["apiVersion"] = f"{INFRA}/{version}"
+    return t
+
+
+def infra_lists(version, md=(), ms=(), kcp=(), rke2=None, cc=(), m3m=None):
+    calls = [list_call("MachineDeployment", version, list(md)), list_call("MachineSet", version, list(ms)),
+             list_call("KubeadmControlPlane", version, list(kcp)),
+             list_call("RKE2ControlPlane", version, list(rke2 or []))
+             if rke2 is not None else list_call("RKE2ControlPlane", version, error=not_served("RKE2ControlPlane", version)),
+             list_call("ClusterClass", version, list(cc))]
+    if m3m is not None:
+        calls.append(list_call("Metal3Machine", version, list(m3m)))
+    return calls
+
+
+no_owner = {"ownerReferences": []}
+scaled_ms2 = copy.deepcopy(ms2)
+scaled_ms2["spec"]["replicas"] = 0
+scaled_ms2["status"] = {"replicas": 0}
+old_tpl_1b8 = old_template(with_meta(tpl_workers2, **no_owner), "edge-a-workers-1b8e4a60")
+
+CASES = {
+    # Row 1, v1beta1: the MachineDeployment names the template; RKE2 is not installed.
+    "guard-row1-machinedeployment-v1beta1": (delete(tpl_workers1), infra_lists(
+        V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
+    # The same request as a dry run gets the same answer.
+    "guard-row1-machinedeployment-dryrun": (delete(tpl_workers1, dry_run=True), infra_lists(
+        V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
+    # Row 1, v1beta2: the old MachineSet still names the previous template (nodeReuse true).
+    "guard-row1-machineset-v1beta2": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # Row 1: a MachineSet scaled to zero with no machines left releases the template.
+    "guard-row1-scaled-down-machineset": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # Row 1: referrers being deleted do not count.
+    "guard-row1-deleting-referrers": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[deleting(ms2)], kcp=[kcp2], rke2=[], m3m=[])),
+    # Row 1, bootstrap template: only MachineDeployments, MachineSets and ClusterClasses are read.
+    "guard-row1-bootstrap-template": (delete(kct2), [
+        list_call("MachineDeployment", V2, [md2]), list_call("MachineSet", V2, [ms2]),
+        list_call("ClusterClass", V2, [cc2])]),
+    # Row 2: KubeadmControlPlane; row 4 too, its Metal3Machine was cloned from the template.
+    "guard-row2-kubeadmcontrolplane": (delete(with_meta(tpl_cp2, **no_owner)), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[m3m2, m3m_cp2])),
+    # Row 2: RKE2ControlPlane naming the template only in the deprecated v1beta1 field.
+    "guard-row2-rke2-deprecated-field": (delete(old_template(tpl_workers1, "edge-c-cp-9b02d4e1", V1)),
+                                         infra_lists(V1, md=[md1], ms=[ms1], kcp=[kcp1], rke2=[rke2_legacy], m3m=[])),
+    # Row 3: a ClusterClass names the bootstrap template of a worker class.
+    "guard-row3-clusterclass": (delete(with_meta(kct2, name="metal3-kubeadm-storage-bootstrap")), [
+        list_call("MachineDeployment", V2, [md2]), list_call("MachineSet", V2, [ms2]),
+        list_call("ClusterClass", V2, [cc2])]),
+    # Row 4: only a Metal3Machine being deleted still needs the nodeReuse template.
+    "guard-row4-metal3machine": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[deleting(m3m2)])),
+    # Row 5: clusterctl move: accepted with no lookup at all.
+    "guard-row5-clusterctl-move": (delete(moved), []),
+    # Row 6: the owning Cluster is being deleted.
+    "guard-row6-cluster-deleting": (delete(tpl_workers2), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[]) + [
+        get_call("Cluster", V2, "edge-a", MASKS["Cluster"], False,
+                 found=deleting({"apiVersion": f"{CAPI}/{V2}", "kind": "Cluster",
+                                 "metadata": {"name": "edge-a", "namespace": NS}}))]),
+    # Row 6: the owning Cluster is gone.
+    "guard-row6-cluster-gone": (delete(tpl_workers2), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[]) + [
+        get_call("Cluster", V2, "edge-a", MASKS["Cluster"], False)]),
+    # Row 6 does not apply: the owning Cluster lives, so the MachineDeployment keeps the template.
+    "guard-row6-cluster-live": (delete(tpl_workers2), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[]) + [
+        get_call("Cluster", V2, "edge-a", MASKS["Cluster"], False,
+                 found={"apiVersion": f"{CAPI}/{V2}", "kind": "Cluster",
+                        "metadata": {"name": "edge-a", "namespace": NS}})]),
+    # Nothing names the template: accepted.
+    "guard-unused-template": (delete(old_template(tpl_workers1, "edge-a-workers-00000000", V1)), infra_lists(
+        V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
+    # A failed lookup (RBAC) rejects, or accepts with a warning when failOpenOnLookupError is set.
+    "guard-lookup-failure": (delete(tpl_workers1), [
+        list_call("MachineDeployment", V1, [md1]),
+        list_call("MachineSet", V1, error='ApiError: machinesets.cluster.x-k8s.io is forbidden: User '
+                  '"system:serviceaccount:kubewarden:policy-server-default" cannot list resource "machinesets" '
+                  'in API group "cluster.x-k8s.io" in the namespace "edge-sites": Forbidden')]),
+    # Other kinds and operations: accepted with no lookup.
+    "guard-delete-metal3machine": (delete(m3m2), []),
+    "guard-update-template": (request("UPDATE", INFRA, "Metal3MachineTemplate", V2, tpl_workers2["metadata"]["name"],
+                                      obj=tpl_workers2, old=tpl_workers2), []),
+    # A DELETE without oldObject cannot be checked: rejected.
+    "guard-delete-without-oldobject": (request("DELETE", INFRA, "Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e"), []),
+    # Mutation, as the MachineSet controller creates the machine (annotations present).
+    "mutate-create-from-annotations": (create(created), [
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+    # Mutation: no cloned-from annotations, the MachineSet owner names the template.
+    "mutate-create-owner-fallback": (create(with_meta(created, annotations={})), [
+        get_call("MachineSet", V2, "edge-a-md-storage-7c4b9d5f8", OWNER_MS_MASKS, False, found=with_meta(md2, name="edge-a-md-storage-7c4b9d5f8") | {"kind": "MachineSet"}),
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+    # Mutation: the machine already carries its own cleaning mode; only the annotations are added.
+    "mutate-keeps-machine-cleaning-mode": (create(created | {"spec": created["spec"] | {"automatedCleaningMode": "metadata"}}), [
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+    # Mutation: a machine that already carries the intent (clusterctl move) gets no patch.
+    "mutate-already-mutated": (create(with_meta(created, annotations=created["metadata"]["annotations"] | {
+        "capi-template-guard.kubewarden.io/node-reuse": "true",
+        "capi-template-guard.kubewarden.io/source-template": "edge-a-workers-7f3c9d2e"}) | {
+        "spec": created["spec"] | {"automatedCleaningMode": "disabled"}}), [
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+    # Mutation: the template is gone; creation goes on, with a warning.
+    "mutate-template-missing": (create(created), [
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True)]),
+    # UPDATE of a Metal3Machine: no lookup, no patch.
+    "mutate-update-ignored": (request("UPDATE", INFRA, "Metal3Machine", V2, created["metadata"]["name"], obj=created, old=created), []),
+}
+
+
+def literal_blocks(dumper, text):
+    """Request strings are YAML documents themselves: keep them readable as literal blocks."""
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+def main():
+    yaml.SafeDumper.add_representer(str, literal_blocks)
+    for name, (req, calls) in CASES.items():
+        (HERE / "requests" / f"{name}.json").write_text(json.dumps(req, indent=2) + "\n")
+        (HERE / "sessions" / f"{name}.yml").write_text(
+            yaml.safe_dump(calls, sort_keys=False, width=1 << 20) if calls else "[]\n")
+
+
+if __name__ == "__main__":
+    main()
