@@ -274,10 +274,17 @@ def literal_blocks(dumper, text):
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 
+# Cases whose lookups run at the default API versions; every other case uses v1beta2.
+V1_CASES = {"guard-row1-machinedeployment-v1beta1", "guard-row1-machinedeployment-dryrun",
+            "guard-row2-rke2-deprecated-field", "guard-unused-template", "guard-lookup-failure"}
+V2_SETTINGS = {"capiApiVersion": V2, "controlPlaneApiVersion": V2, "metal3ApiVersion": V2}
+
+
 def main():
     yaml.SafeDumper.add_representer(str, literal_blocks)
     for name, (req, calls) in CASES.items():
         (HERE / "requests" / f"{name}.json").write_text(json.dumps(req, indent=2) + "\n")
+        (HERE / "settings" / f"{name}.json").write_text(json.dumps({} if name in V1_CASES else V2_SETTINGS) + "\n")
         (HERE / "sessions" / f"{name}.yml").write_text(
             yaml.safe_dump(calls, sort_keys=False, width=1 << 20) if calls else "[]\n")
 

@@ -1,0 +1,251 @@
+#!/usr/bin/env bats
+# End-to-end tests of the compiled policy. Each case runs the module on a request from
+# test_data/requests/ and answers its host calls from test_data/sessions/ (kwctl's replay format,
+# strictly in order), then asserts on the AdmissionResponse line.
+#
+# Engine: $KWCTL if set, else `kwctl` when it is on PATH (run against annotated-policy.wasm), else
+# the project's test host (target/release/testhost, run against policy.wasm with metadata.yml).
+# Assertions only use what both engines print the same way: allowed, status, warnings and the
+# decoded JSON patch, compared as a set of operations.
+
+setup() {
+  if [ -z "${KWCTL:-}" ]; then
+    if command -v kwctl >/dev/null 2>&1; then KWCTL=kwctl; else KWCTL=target/release/testhost; fi
+  fi
+  if [ -z "${POLICY:-}" ]; then
+    case "$(basename "$KWCTL")" in
+      kwctl*) POLICY=annotated-policy.wasm ;;
+      *) POLICY=policy.wasm ;;
+    esac
+  fi
+  V2='{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2"}'
+}
+
+# evaluate CASE SETTINGS [SESSION]: runs the policy; leaves the JSON line in $output.
+evaluate() {
+  local session="test_data/sessions/${3:-$1}.yml"
+  run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run \
+    --request-path "test_data/requests/$1.json" \
+    --settings-json "$2" \
+    --allow-context-aware \
+    --replay-host-capabilities-interactions "$session" \
+    "$POLICY"
+  if [ "$status" -ne 0 ]; then
+    echo "engine failed ($status): $stderr" >&2
+    return 1
+  fi
+  if grep -q "have not been replayed" <<<"$stderr"; then
+    echo "the policy made fewer host calls than $session expects: $stderr" >&2
+    return 1
+  fi
+  echo "response: $output" >&2
+}
+
+allowed() { jq -e '.allowed == true and .patch == null and .status == null' <<<"$output"; }
+rejected_with() { jq -e --argjson code "$1" '.allowed == false and .status.code == $code' <<<"$output"; }
+message_has() { jq -e --arg s "$1" '.status.message | contains($s)' <<<"$output"; }
+message() { jq -r '.status.message' <<<"$output"; }
+# patch_is JSON: the decoded patch, as a set of operations, equals JSON.
+patch_is() {
+  jq -e --argjson want "$1" '(.patch | @base64d | fromjson | sort_by(.path)) == ($want | sort_by(.path))' <<<"$output"
+}
+
+@test "row 1: a MachineDeployment keeps its infrastructure template (v1beta1; RKE2 not installed counts as none)" {
+  evaluate guard-row1-machinedeployment-v1beta1 '{}'
+  rejected_with 409
+  message_has "Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted."
+  message_has "MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef)."
+}
+
+@test "a dry-run delete gets the same answer" {
+  evaluate guard-row1-machinedeployment-v1beta1 '{}'
+  real="$(message)"
+  evaluate guard-row1-machinedeployment-dryrun '{}'
+  rejected_with 409
+  [ "$(message)" = "$real" ]
+}
+
+@test "row 1: an old MachineSet keeps the previous template (v1beta2)" {
+  evaluate guard-row1-machineset-v1beta2 "$V2"
+  rejected_with 409
+  message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
+}
+
+@test "row 1: a MachineSet scaled to zero with no machines left releases its template" {
+  evaluate guard-row1-scaled-down-machineset "$V2"
+  allowed
+}
+
+@test "row 1: countScaledDownMachineSets makes a scaled-down MachineSet keep its template" {
+  evaluate guard-row1-scaled-down-machineset '{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2","countScaledDownMachineSets":true}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6"
+}
+
+@test "rows 1-3: referrers being deleted do not keep a template" {
+  evaluate guard-row1-deleting-referrers "$V2"
+  allowed
+}
+
+@test "row 1: a bootstrap template is kept by its MachineDeployment, and only MD/MS/ClusterClass are read" {
+  evaluate guard-row1-bootstrap-template "$V2"
+  rejected_with 409
+  message_has "KubeadmConfigTemplate edge-sites/edge-a-workers-kct-9a4f01 is still in use"
+  message_has "MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"
+}
+
+@test "row 2: a KubeadmControlPlane keeps its machine template (v1beta2), with its Metal3Machine (row 4)" {
+  evaluate guard-row2-kubeadmcontrolplane "$V2"
+  rejected_with 409
+  message_has "KubeadmControlPlane edge-a-cp (spec.machineTemplate.spec.infrastructureRef)"
+  message_has "Metal3Machine edge-a-cp-h8w2q (metadata.annotations[cluster.x-k8s.io/cloned-from-name])"
+}
+
+@test "row 2: an RKE2ControlPlane naming the template in the deprecated v1beta1 field keeps it" {
+  evaluate guard-row2-rke2-deprecated-field '{}'
+  rejected_with 409
+  message_has "RKE2ControlPlane edge-c-cp (spec.infrastructureRef)"
+}
+
+@test "row 3: a ClusterClass keeps a worker class bootstrap template" {
+  evaluate guard-row3-clusterclass "$V2"
+  rejected_with 409
+  message_has "ClusterClass metal3-kubeadm (spec.workers.machineDeployments[class=storage].bootstrap.templateRef)"
+  message_has "Change or delete the ClusterClass first."
+}
+
+@test "row 4: a deleting Metal3Machine keeps a nodeReuse template" {
+  evaluate guard-row4-metal3machine "$V2"
+  rejected_with 409
+  message_has "It is referenced by Metal3Machine edge-a-md-storage-5f7d9c8b6-x7k2p"
+  message_has "The template sets nodeReuse: true"
+}
+
+@test "row 5: clusterctl move deletes are accepted without any lookup" {
+  evaluate guard-row5-clusterctl-move "$V2"
+  allowed
+}
+
+@test "row 6: a template whose Cluster is being deleted is released" {
+  evaluate guard-row6-cluster-deleting "$V2"
+  allowed
+}
+
+@test "row 6: a template whose Cluster is gone is released" {
+  evaluate guard-row6-cluster-gone "$V2"
+  allowed
+}
+
+@test "row 6: a template whose Cluster lives stays kept" {
+  evaluate guard-row6-cluster-live "$V2"
+  rejected_with 409
+  message_has "MachineDeployment edge-a-md-storage"
+}
+
+@test "a template nothing names is deleted" {
+  evaluate guard-unused-template '{}'
+  allowed
+}
+
+@test "a failed lookup rejects (fail closed) with the lookup and the fix" {
+  evaluate guard-lookup-failure '{}'
+  rejected_with 500
+  message_has "listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed:"
+  message_has "is forbidden"
+  message_has "may get, list and watch machinesets.cluster.x-k8s.io"
+}
+
+@test "failOpenOnLookupError accepts a failed lookup with a warning" {
+  evaluate guard-lookup-failure '{"failOpenOnLookupError":true}'
+  jq -e '.allowed == true and .status == null' <<<"$output"
+  jq -e '.warnings | length == 1 and (.[0] | contains("accepted the deletion because failOpenOnLookupError is true"))' <<<"$output"
+}
+
+@test "host calls that do not match the session fail closed, naming the replay error" {
+  # The v1beta1 request replayed against a session of v1beta2 lookups.
+  evaluate guard-row1-machinedeployment-v1beta1 '{}' guard-row1-machineset-v1beta2
+  rejected_with 500
+  message_has "Replay error: unexpected request"
+}
+
+@test "deleting a Metal3Machine and updating a template need no lookup" {
+  evaluate guard-delete-metal3machine "$V2"
+  allowed
+  evaluate guard-update-template "$V2"
+  allowed
+}
+
+@test "a DELETE without oldObject is refused as a bad request" {
+  evaluate guard-delete-without-oldobject "$V2"
+  rejected_with 400
+  message_has "the request carries no oldObject"
+}
+
+@test "mutation: a new Metal3Machine gets node reuse, source template and cleaning mode" {
+  evaluate mutate-create-from-annotations "$V2"
+  jq -e '.allowed == true and .patchType == "JSONPatch"' <<<"$output"
+  patch_is '[
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"},
+    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+}
+
+@test "mutation: annotation keys come from the settings" {
+  evaluate mutate-create-from-annotations '{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2","nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}'
+  patch_is '[
+    {"op":"add","path":"/metadata/annotations/example.com~1node-reuse","value":"true"},
+    {"op":"add","path":"/metadata/annotations/example.com~1template","value":"edge-a-workers-7f3c9d2e"},
+    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+}
+
+@test "mutation: without cloned-from annotations the MachineSet owner names the template" {
+  evaluate mutate-create-owner-fallback "$V2"
+  patch_is '[
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"},
+    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+}
+
+@test "mutation: a cleaning mode the machine already has is never overridden" {
+  evaluate mutate-keeps-machine-cleaning-mode "$V2"
+  patch_is '[
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
+    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"}]'
+}
+
+@test "mutation: a machine that already carries the intent gets no patch" {
+  evaluate mutate-already-mutated "$V2"
+  allowed
+}
+
+@test "mutation: a missing template never blocks creation, and says why" {
+  evaluate mutate-template-missing "$V2"
+  jq -e '.allowed == true and .patch == null' <<<"$output"
+  jq -e '.warnings[0] | contains("its template Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e does not exist")' <<<"$output"
+}
+
+@test "mutation: switched off by mutateMetal3Machines, no lookup" {
+  evaluate mutate-create-from-annotations '{"mutateMetal3Machines":false}' no-host-calls
+  allowed
+}
+
+@test "mutation: UPDATE of a Metal3Machine is left alone" {
+  evaluate mutate-update-ignored "$V2"
+  allowed
+}
+
+@test "invalid settings stop the run with a readable message" {
+  run --separate-stderr "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
+    --settings-json '{"nodeReuse":true}' --allow-context-aware \
+    --replay-host-capabilities-interactions test_data/sessions/no-host-calls.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  grep -q "Unknown setting(s): nodeReuse." <<<"$output$stderr"
+}
+
+@test "settings naming an invalid annotation key are refused" {
+  run --separate-stderr "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
+    --settings-json '{"nodeReuseAnnotation":"Not A Key"}' --allow-context-aware \
+    --replay-host-capabilities-interactions test_data/sessions/no-host-calls.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  grep -q "The setting nodeReuseAnnotation is not a valid annotation key" <<<"$output$stderr"
+}
