@@ -45,6 +45,10 @@ allowed() { jq -e '.allowed == true and .patch == null and .status == null' <<<"
 rejected_with() { jq -e --argjson code "$1" '.allowed == false and .status.code == $code' <<<"$output"; }
 message_has() { jq -e --arg s "$1" '.status.message | contains($s)' <<<"$output"; }
 message() { jq -r '.status.message' <<<"$output"; }
+# add PATH VALUE: one JSON-patch add operation; annotation keys are escaped as JSON pointers.
+add() { jq -cn --arg p "$1" --arg v "$2" '{op: "add", path: $p, value: $v}'; }
+REUSE=/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse
+SOURCE=/metadata/annotations/capi-template-guard.kubewarden.io~1source-template
 # patch_is JSON: the decoded patch, as a set of operations, equals JSON.
 patch_is() {
   jq -e --argjson want "$1" '(.patch | @base64d | fromjson | sort_by(.path)) == ($want | sort_by(.path))' <<<"$output"
@@ -184,33 +188,22 @@ patch_is() {
 @test "mutation: a new Metal3Machine gets node reuse, source template and cleaning mode" {
   evaluate mutate-create-from-annotations "$V2"
   jq -e '.allowed == true and .patchType == "JSONPatch"' <<<"$output"
-  patch_is '[
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"},
-    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+  patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: annotation keys come from the settings" {
   evaluate mutate-create-from-annotations '{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2","nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}'
-  patch_is '[
-    {"op":"add","path":"/metadata/annotations/example.com~1node-reuse","value":"true"},
-    {"op":"add","path":"/metadata/annotations/example.com~1template","value":"edge-a-workers-7f3c9d2e"},
-    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+  patch_is "[$(add /metadata/annotations/example.com~1node-reuse true),$(add /metadata/annotations/example.com~1template edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: without cloned-from annotations the MachineSet owner names the template" {
   evaluate mutate-create-owner-fallback "$V2"
-  patch_is '[
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"},
-    {"op":"add","path":"/spec/automatedCleaningMode","value":"disabled"}]'
+  patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: a cleaning mode the machine already has is never overridden" {
   evaluate mutate-keeps-machine-cleaning-mode "$V2"
-  patch_is '[
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1node-reuse","value":"true"},
-    {"op":"add","path":"/metadata/annotations/capi-template-guard.kubewarden.io~1source-template","value":"edge-a-workers-7f3c9d2e"}]'
+  patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e)]"
 }
 
 @test "mutation: a machine that already carries the intent gets no patch" {

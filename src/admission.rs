@@ -5,8 +5,8 @@ use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
 
 use crate::capi::{
-    ControlPlane, MachineSetLike, MetadataOnly, Metal3MachineTemplate, INFRASTRUCTURE_GROUP,
-    METAL3_MACHINE, METAL3_MACHINE_TEMPLATE,
+    MetadataOnly, Metal3MachineTemplate, INFRASTRUCTURE_GROUP, METAL3_MACHINE,
+    METAL3_MACHINE_TEMPLATE,
 };
 use crate::cluster::{self, Cluster, Failure, Listed, LookupError};
 use crate::decision::{self, ClusterState, Decision, Inventory, ReferrerKind, Template};
@@ -260,6 +260,27 @@ fn guard_deletion(
     }
 }
 
+/// Reads a machine's owner and returns the Metal3MachineTemplate it names, if it exists and names one.
+fn template_named_by_owner<T: serde::de::DeserializeOwned>(
+    cluster: &dyn Cluster,
+    api_version: &str,
+    owner: &crate::capi::OwnerReference,
+    namespace: &str,
+    fields: &[&str],
+    named: fn(&T) -> Vec<references::NamedTemplate<'_>>,
+) -> Result<Option<String>, LookupError> {
+    let found: Option<T> = cluster::get(
+        cluster,
+        api_version,
+        &owner.kind,
+        namespace,
+        &owner.name,
+        false,
+        fields,
+    )?;
+    Ok(found.and_then(|object| mutation::metal3_template_named_by(&named(&object))))
+}
+
 /// Finds the name of the Metal3MachineTemplate a new machine comes from.
 fn source_template(
     source: TemplateSource,
@@ -279,38 +300,27 @@ fn source_template(
     };
     let named = if owner.kind == "MachineSet" {
         let version = api_version(crate::capi::CAPI_GROUP, settings.capi_api_version);
-        cluster::get::<MachineSetLike>(
+        template_named_by_owner(
             cluster,
             &version,
-            &owner.kind,
+            &owner,
             namespace,
-            &owner.name,
-            false,
             &["spec.template.spec.infrastructureRef"],
+            references::of_machine_set,
         )
-        .map(|found| {
-            found
-                .and_then(|ms| mutation::metal3_template_named_by(&references::of_machine_set(&ms)))
-        })
     } else {
         let version = api_version(
             crate::capi::CONTROL_PLANE_GROUP,
             settings.control_plane_api_version,
         );
-        cluster::get::<ControlPlane>(
+        template_named_by_owner(
             cluster,
             &version,
-            &owner.kind,
+            &owner,
             namespace,
-            &owner.name,
-            false,
             &RKE2_CONTROL_PLANE_FIELDS,
+            references::of_control_plane,
         )
-        .map(|found| {
-            found.and_then(|cp| {
-                mutation::metal3_template_named_by(&references::of_control_plane(&cp))
-            })
-        })
     };
     match named {
         Ok(Some(name)) => Ok(name),
