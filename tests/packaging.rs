@@ -41,8 +41,7 @@ fn root() -> PathBuf {
 
 fn read(relative: &str) -> String {
     let path = root().join(relative);
-    fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
 /// Every non-empty YAML document of a file, as JSON values.
@@ -50,7 +49,10 @@ fn yaml_documents(relative: &str, text: &str) -> Vec<Value> {
     let mut documents = Vec::new();
     for (index, document) in yaml_serde::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(document).unwrap_or_else(|e| {
-            panic!("{relative}: YAML document #{} does not parse: {e}", index + 1)
+            panic!(
+                "{relative}: YAML document #{} does not parse: {e}",
+                index + 1
+            )
         });
         if !value.is_null() {
             documents.push(value);
@@ -139,7 +141,11 @@ impl Metadata {
     }
 
     fn oci_reference(&self) -> String {
-        format!("{}:v{}", self.annotation(ANNOTATION_OCI_URL), self.version())
+        format!(
+            "{}:v{}",
+            self.annotation(ANNOTATION_OCI_URL),
+            self.version()
+        )
     }
 
     fn mutating(&self) -> bool {
@@ -277,7 +283,10 @@ fn plural_of(kind: &str) -> String {
             lower.chars().rev().nth(1),
             Some('a' | 'e' | 'i' | 'o' | 'u')
         );
-    if ["s", "x", "z", "ch", "sh"].iter().any(|end| lower.ends_with(end)) {
+    if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|end| lower.ends_with(end))
+    {
         format!("{lower}es")
     } else if consonant_y {
         format!("{}ies", &lower[..lower.len() - 1])
@@ -343,13 +352,22 @@ fn readme_settings() -> BTreeSet<String> {
 }
 
 fn questions() -> Vec<Value> {
-    seq_at(&yaml_file("questions-ui.yml"), "/questions", "questions-ui.yml").clone()
+    seq_at(
+        &yaml_file("questions-ui.yml"),
+        "/questions",
+        "questions-ui.yml",
+    )
+    .clone()
 }
 
 fn question_variables() -> BTreeSet<String> {
     let mut variables = BTreeSet::new();
     for (i, question) in questions().iter().enumerate() {
-        let variable = str_at(question, "/variable", &format!("questions-ui.yml questions[{i}]"));
+        let variable = str_at(
+            question,
+            "/variable",
+            &format!("questions-ui.yml questions[{i}]"),
+        );
         assert!(
             variables.insert(variable.to_string()),
             "questions-ui.yml asks for `{variable}` twice"
@@ -451,7 +469,9 @@ fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
     ]
     .into_iter()
     .collect();
-    let object = pkg.as_object().expect("artifacthub-pkg.yml must be a mapping");
+    let object = pkg
+        .as_object()
+        .expect("artifacthub-pkg.yml must be a mapping");
     for key in object.keys() {
         assert!(
             allowed_keys.contains(key.as_str()),
@@ -563,8 +583,9 @@ fn check_artifacthub_annotations(metadata: &Metadata, pkg: &Value) {
         .and_then(Value::as_object)
         .unwrap_or_else(|| panic!("{what} are missing"));
 
-    let mut expected_keys: BTreeSet<&str> =
-        ["kubewarden/mutation", "kubewarden/rules"].into_iter().collect();
+    let mut expected_keys: BTreeSet<&str> = ["kubewarden/mutation", "kubewarden/rules"]
+        .into_iter()
+        .collect();
     if !metadata.context_aware_resources().is_empty() {
         expected_keys.insert("kubewarden/contextAwareResources");
     }
@@ -666,8 +687,6 @@ fn author_entries(author: &str) -> Result<Vec<(String, String)>, Vec<String>> {
 /// The release workflow regenerates artifacthub-pkg.yml with `kwctl scaffold artifacthub`, which
 /// stops with "malformed email" unless every author entry is `Name <email>`.
 #[test]
-#[ignore = "metadata.yml io.kubewarden.policy.author has no e-mail address yet; remove this \
-            ignore once it reads `Name <email>`"]
 fn author_annotation_is_accepted_by_kwctl_scaffold() {
     let metadata = Metadata::load();
     let author = metadata.annotation(ANNOTATION_AUTHOR);
