@@ -8,6 +8,8 @@
 # Assertions only use what both engines print the same way: allowed, status, warnings and the
 # decoded JSON patch, compared as a set of operations.
 
+bats_require_minimum_version 1.5.0
+
 setup() {
   if [ -z "${KWCTL:-}" ]; then
     if command -v kwctl >/dev/null 2>&1; then KWCTL=kwctl; else KWCTL=target/release/testhost; fi
@@ -21,7 +23,8 @@ setup() {
   V2='{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2"}'
 }
 
-# evaluate CASE SETTINGS [SESSION]: runs the policy; leaves the JSON line in $output.
+# evaluate CASE SETTINGS [SESSION]: runs the policy; leaves the JSON line in $output. Fails when
+# the policy made fewer host calls than the session holds, unless LEFTOVERS_EXPECTED is set.
 evaluate() {
   local session="test_data/sessions/${3:-$1}.yml"
   run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run \
@@ -34,7 +37,7 @@ evaluate() {
     echo "engine failed ($status): $stderr" >&2
     return 1
   fi
-  if grep -q "have not been replayed" <<<"$stderr"; then
+  if [ -z "${LEFTOVERS_EXPECTED:-}" ] && grep -q "have not been replayed" <<<"$stderr"; then
     echo "the policy made fewer host calls than $session expects: $stderr" >&2
     return 1
   fi
@@ -167,7 +170,7 @@ patch_is() {
 
 @test "host calls that do not match the session fail closed, naming the replay error" {
   # The v1beta1 request replayed against a session of v1beta2 lookups.
-  evaluate guard-row1-machinedeployment-v1beta1 '{}' guard-row1-machineset-v1beta2
+  LEFTOVERS_EXPECTED=1 evaluate guard-row1-machinedeployment-v1beta1 '{}' guard-row1-machineset-v1beta2
   rejected_with 500
   message_has "Replay error: unexpected request"
 }
