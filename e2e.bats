@@ -231,7 +231,7 @@ patch_is() {
 }
 
 @test "invalid settings stop the run with a readable message" {
-  run --separate-stderr "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
+  run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
     --settings-json '{"nodeReuse":true}' --allow-context-aware \
     --replay-host-capabilities-interactions test_data/sessions/no-host-calls.yml "$POLICY"
   [ "$status" -ne 0 ]
@@ -239,7 +239,7 @@ patch_is() {
 }
 
 @test "settings naming an invalid annotation key are refused" {
-  run --separate-stderr "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
+  run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
     --settings-json '{"nodeReuseAnnotation":"Not A Key"}' --allow-context-aware \
     --replay-host-capabilities-interactions test_data/sessions/no-host-calls.yml "$POLICY"
   [ "$status" -ne 0 ]

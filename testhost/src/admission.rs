@@ -140,7 +140,7 @@ pub fn settings_from_value(value: serde_json::Value) -> Result<serde_json::Value
 
 /// What `validate` returns (Kubewarden SDK `ValidationResponse`).
 #[derive(Debug, Deserialize)]
-pub struct PolicyValidationResponse {
+pub struct ValidationResponse {
     pub accepted: bool,
     pub message: Option<String>,
     pub code: Option<u16>,
@@ -206,7 +206,7 @@ impl AdmissionResponse {
     pub fn from_policy_validation_response(
         uid: &str,
         req_obj: Option<&serde_json::Value>,
-        resp: &PolicyValidationResponse,
+        resp: &ValidationResponse,
     ) -> Result<Self> {
         let patch = match (&resp.mutated_object, req_obj) {
             (Some(_), None) => {
@@ -347,7 +347,7 @@ mod tests {
 
     #[test]
     fn response_format_matches_kwctl() {
-        let accepted = PolicyValidationResponse {
+        let accepted = ValidationResponse {
             accepted: true,
             message: None,
             code: None,
@@ -363,7 +363,7 @@ mod tests {
             r#"{"uid":"u1","allowed":true,"auditAnnotations":null,"warnings":null}"#
         );
 
-        let rejected = PolicyValidationResponse {
+        let rejected = ValidationResponse {
             accepted: false,
             message: Some("no".to_string()),
             code: Some(400),
@@ -378,7 +378,7 @@ mod tests {
             r#"{"uid":"u2","allowed":false,"status":{"message":"no","code":400},"auditAnnotations":{"k":"v"},"warnings":["w"]}"#
         );
 
-        let mutating = PolicyValidationResponse {
+        let mutating = ValidationResponse {
             accepted: true,
             message: None,
             code: None,

@@ -106,6 +106,10 @@ impl HostState {
         }
         let result = match self.replayer.as_mut() {
             Some(replayer) => replayer.respond(&request),
+            // kwctl without a session and without a cluster connection
+            None if is_kubernetes(&request) => {
+                Err("kube::Client was not initialized properly".to_string())
+            }
             None => Err("testhost: no host capabilities session to answer from \
                  (run with --replay-host-capabilities-interactions FILE)"
                 .to_string()),
@@ -215,6 +219,17 @@ impl HostState {
             _ => Err(format!("unknown namespace: {namespace}")),
         }
     }
+}
+
+fn is_kubernetes(request: &CallbackRequestType) -> bool {
+    matches!(
+        request,
+        CallbackRequestType::KubernetesListResourceNamespace { .. }
+            | CallbackRequestType::KubernetesListResourceAll { .. }
+            | CallbackRequestType::KubernetesGetResource { .. }
+            | CallbackRequestType::KubernetesGetResourcePluralName { .. }
+            | CallbackRequestType::KubernetesCanI { .. }
+    )
 }
 
 fn unsupported(namespace: &str, operation: &str) -> String {
@@ -398,6 +413,21 @@ mod tests {
         let err = st
             .host_call("kubewarden", "kubernetes", "list_resources_all", LIST_NS)
             .unwrap_err();
-        assert!(err.starts_with("Callback evaluation failure: "), "{err}");
+        assert_eq!(
+            err,
+            "Callback evaluation failure: kube::Client was not initialized properly"
+        );
+        let err = st
+            .host_call(
+                "kubewarden",
+                "net",
+                "v1/dns_lookup_host",
+                br#""example.com""#,
+            )
+            .unwrap_err();
+        assert!(
+            err.starts_with("Callback evaluation failure: testhost: "),
+            "{err}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 mod admission;
 mod host;
+mod logging;
 mod metadata;
 mod runtime;
 mod session;
@@ -18,8 +19,8 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::admission::{
-    settings_from_value, AdmissionResponse, PolicyValidationResponse, SettingsValidationResponse,
-    ValidateRequest,
+    settings_from_value, AdmissionResponse, SettingsValidationResponse, ValidateRequest,
+    ValidationResponse,
 };
 use crate::host::HostState;
 use crate::metadata::{ContextAwareResource, MetadataSource};
@@ -133,6 +134,7 @@ struct ProtocolVersionArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.verbose);
     let result = match cli.command {
         Command::Run(args) => run(args, cli.verbose),
         Command::ValidateSettings(args) => validate_settings_cmd(args, cli.verbose),
@@ -141,11 +143,28 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // same shape as a Rust `main` returning `anyhow::Result` (kwctl)
-            eprintln!("Error: {e:?}");
+            eprintln!("{}", render_error(&e));
             ExitCode::from(1)
         }
     }
+}
+
+/// Formats an error like a Rust `main` returning `anyhow::Result` (as
+/// kwctl does), without the backtrace `RUST_BACKTRACE` would add.
+fn render_error(e: &anyhow::Error) -> String {
+    let mut text = format!("Error: {e}");
+    let causes: Vec<String> = e.chain().skip(1).map(ToString::to_string).collect();
+    if !causes.is_empty() {
+        text.push_str("\n\nCaused by:");
+        for (i, cause) in causes.iter().enumerate() {
+            if causes.len() == 1 {
+                text.push_str(&format!("\n    {cause}"));
+            } else {
+                text.push_str(&format!("\n    {i}: {cause}"));
+            }
+        }
+    }
+    text
 }
 
 /// Reads the settings like kwctl: a YAML/JSON file wins over inline JSON;
@@ -156,11 +175,11 @@ fn load_settings(args: &SettingsArgs) -> Result<serde_json::Value> {
             .map_err(|e| anyhow!("Cannot open settings file {path}: {e}"))?;
         let value: serde_json::Value = serde_yaml::from_str(&contents)
             .map_err(|e| anyhow!("Cannot parse settings file {path}: {e}"))?;
-        settings_from_value(value).with_context(|| format!("settings file {path}"))
+        settings_from_value(value).map_err(|e| anyhow!("{e} (settings file {path})"))
     } else if let Some(text) = &args.settings_json {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| anyhow!("Cannot parse settings JSON: {e}"))?;
-        settings_from_value(value).context("--settings-json")
+        settings_from_value(value).map_err(|e| anyhow!("{e} (--settings-json)"))
     } else {
         Ok(json!({}))
     }
@@ -191,6 +210,9 @@ fn read_policy(uri: &str) -> Result<(String, Vec<u8>)> {
         bail!("testhost runs local .wasm files only, cannot fetch {uri}");
     }
     let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read policy file {path}: {e}"))?;
+    if !bytes.starts_with(b"\0asm") {
+        bail!("cannot load policy file {path}: not a WebAssembly binary (bad magic number)");
+    }
     Ok((path.to_string(), bytes))
 }
 
@@ -291,7 +313,7 @@ fn call_validate(
 
     Ok(match policy.call("validate", payload.as_bytes()) {
         Ok(res) => {
-            let response = match serde_json::from_slice::<PolicyValidationResponse>(&res) {
+            let response = match serde_json::from_slice::<ValidationResponse>(&res) {
                 Ok(pvr) => {
                     AdmissionResponse::from_policy_validation_response(uid, req_obj.as_ref(), &pvr)
                         .unwrap_or_else(|e| {
@@ -372,6 +394,13 @@ fn run(args: RunArgs, verbose: bool) -> Result<ExitCode> {
         .as_deref()
         .map(Replayer::load)
         .transpose()?;
+    if replayer.is_none() && !allow_list.is_empty() {
+        // kwctl would connect to the cluster of the current kubeconfig here
+        bail!(
+            "testhost cannot connect to a Kubernetes cluster: with --allow-context-aware, \
+             pass the recorded answers with --replay-host-capabilities-interactions FILE"
+        );
+    }
 
     let state = HostState {
         allow_list,
@@ -423,6 +452,13 @@ fn protocol_version_cmd(args: ProtocolVersionArgs, verbose: bool) -> Result<Exit
         ..Default::default()
     };
     let policy = Policy::load(&wasm, &origin, !args.disable_wasmtime_cache, state)?;
+    print_line(&protocol_version(&policy)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Calls `protocol_version` like `kwctl annotate` does; only `v1` is a
+/// version annotate accepts for a waPC policy.
+fn protocol_version(policy: &Policy) -> Result<String> {
     let res = policy.call("protocol_version", &[]).map_err(|e| {
         anyhow!(
             "Cannot compute ProtocolVersion used by the policy: cannot invoke 'protocol_version' waPC function : {e}"
@@ -435,13 +471,15 @@ fn protocol_version_cmd(args: ProtocolVersionArgs, verbose: bool) -> Result<Exit
         )
     })?;
     match version.as_str() {
-        "v1" => {
-            print_line(&version)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        "Unknown" => bail!("the policy reports protocol version 'Unknown': kwctl annotate refuses it (Must specify a valid protocol version)"),
+        "v1" => Ok(version),
+        "Unknown" => bail!(
+            "the policy reports protocol version 'Unknown': kwctl annotate refuses it (Must specify a valid protocol version)"
+        ),
         other => bail!(
             "Cannot compute ProtocolVersion used by the policy: unknown variant `{other}`, expected `Unknown` or `v1`"
         ),
     }
 }
+
+#[cfg(test)]
+mod e2e_tests;

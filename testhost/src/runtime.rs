@@ -30,9 +30,6 @@ impl Policy {
         }
         // required by policies built by the official Go compiler >= 1.26
         config.wasm_function_references(true);
-        if std::env::var_os("TESTHOST_CRANELIFT_FAST").is_some() {
-            config.cranelift_opt_level(wasmtime::OptLevel::None);
-        }
         let engine = wasmtime::Engine::new(&config)
             .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
         let module = wasmtime::Module::new(&engine, wasm)

@@ -286,6 +286,22 @@ mod tests {
     fn parses_empty_list() {
         let replayer = Replayer::from_yaml_str("[]\n", "empty.yml").unwrap();
         assert!(replayer.leftovers().is_empty());
+        // an empty file is an empty list too
+        let replayer = Replayer::from_yaml_str("", "empty.yml").unwrap();
+        assert!(replayer.leftovers().is_empty());
+    }
+
+    #[test]
+    fn type_keys_are_not_checked() {
+        // as with kwctl: `type: Exchange` is written, but not required
+        let contents = "- request: \"!DNSLookupHost\\nhost: example.com\\n\"\n  response:\n    type: Success\n    payload: '[]'\n";
+        let replayer = Replayer::from_yaml_str(contents, "t.yml").unwrap();
+        assert_eq!(
+            replayer.leftovers()[0].request,
+            CallbackRequestType::DNSLookupHost {
+                host: "example.com".to_string()
+            }
+        );
     }
 
     #[test]
