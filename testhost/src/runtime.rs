@@ -66,6 +66,12 @@ impl Policy {
         self.host.call(operation, payload)
     }
 
+    /// Runs `f` on the mutable host state (e.g. to load a fresh session).
+    pub fn with_state_mut<T>(&self, f: impl FnOnce(&mut HostState) -> T) -> T {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut st)
+    }
+
     /// Runs `f` on the host state (e.g. to inspect the session leftovers).
     pub fn with_state<T>(&self, f: impl FnOnce(&HostState) -> T) -> T {
         let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -138,7 +138,7 @@ pub struct RecordedExchange {
 }
 
 /// Replays a session: hands out the recorded responses in order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Replayer {
     exchanges: VecDeque<RecordedExchange>,
 }
