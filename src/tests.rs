@@ -230,9 +230,9 @@ fn failed_cluster_lookup_fails_closed() {
     assert!(response.message.unwrap().contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
 }
 
-#[test]
-fn failed_list_fails_closed_and_stops_looking() {
-    let cluster = FakeCluster::new()
+/// MachineDeployments list fine; listing MachineSets is forbidden.
+fn machine_sets_forbidden() -> FakeCluster {
+    FakeCluster::new()
         .answer_list(
             V1_MD,
             "MachineDeployment",
@@ -242,7 +242,12 @@ fn failed_list_fails_closed_and_stops_looking() {
             V1_MD,
             "MachineSet",
             "Callback evaluation failure: ApiError: forbidden",
-        );
+        )
+}
+
+#[test]
+fn failed_list_fails_closed_and_stops_looking() {
+    let cluster = machine_sets_forbidden();
     let response = run("guard-lookup-failure", json!({}), &cluster);
     assert!(!response.accepted);
     assert_eq!(response.code, Some(500));
@@ -255,17 +260,7 @@ fn failed_list_fails_closed_and_stops_looking() {
 
 #[test]
 fn failed_list_can_fail_open_with_a_warning() {
-    let cluster = FakeCluster::new()
-        .answer_list(
-            V1_MD,
-            "MachineDeployment",
-            &list(V1_MD, "MachineDeployment", &[]),
-        )
-        .fail_list(
-            V1_MD,
-            "MachineSet",
-            "Callback evaluation failure: ApiError: forbidden",
-        );
+    let cluster = machine_sets_forbidden();
     let response = run(
         "guard-lookup-failure",
         json!({"failOpenOnLookupError": true}),
