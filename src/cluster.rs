@@ -27,8 +27,14 @@ pub struct Host;
 
 fn call(operation: &str, request: &impl serde::Serialize) -> Result<Vec<u8>, String> {
     let payload = serde_json::to_vec(request).map_err(|e| e.to_string())?;
-    wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload)
-        .map_err(|e| e.to_string())
+    wapc_guest::host_call("kubewarden", "kubernetes", operation, &payload).map_err(|e| {
+        // waPC wraps the host's text as "Host error: <text>"; keep the host's own words.
+        let text = e.to_string();
+        match text.strip_prefix("Host error: ") {
+            Some(host_text) => host_text.to_string(),
+            None => text,
+        }
+    })
 }
 
 impl Cluster for Host {
