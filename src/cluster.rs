@@ -296,6 +296,21 @@ mod tests {
     }
 
     #[test]
+    fn list_with_a_null_spec_is_an_error_not_a_silent_accept() {
+        let cluster = FakeCluster::new().answer_list(
+            "v",
+            "MachineSet",
+            r#"{"items":[{"metadata":{"name":"ms"},"spec":null}]}"#,
+        );
+        let err = list::<crate::capi::MachineSetLike>(&cluster, "v", "MachineSet", "ns", &[])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "listing MachineSet objects (v) in namespace ns failed: the answer cannot be read: invalid type: null, expected struct MachineSetSpec at line 1 column 47"
+        );
+    }
+
+    #[test]
     fn failed_list_keeps_the_first_line_of_the_host_text() {
         let cluster = FakeCluster::new().fail_list(
             "v",

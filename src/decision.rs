@@ -704,6 +704,29 @@ mod tests {
         );
     }
 
+    #[rstest]
+    #[case::no_spec(json!({"metadata": {"name": "ms"}}))]
+    #[case::reference_without_name(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"kind": "Metal3MachineTemplate"}}}}}))]
+    #[case::reference_without_kind(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"name": "t"}}}}}))]
+    #[case::null_reference(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": null}}}}))]
+    #[case::reference_of_other_group(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "example.com", "kind": "Metal3MachineTemplate", "name": "t"}}}}}))]
+    fn incomplete_referrers_name_nothing(#[case] object: Value) {
+        let referrer: MachineSetLike = serde_json::from_value(object).unwrap();
+        let inventory = Inventory {
+            machine_deployments: vec![referrer.clone()],
+            machine_sets: vec![referrer],
+            ..Default::default()
+        };
+        assert_eq!(
+            keeps(
+                &template("Metal3MachineTemplate", "t", false),
+                inventory,
+                &Settings::default()
+            ),
+            vec![]
+        );
+    }
+
     #[test]
     fn referrers_are_sorted_by_kind_then_name() {
         let mut second: Value = fixture("v1beta2/04-machinedeployment.json");
