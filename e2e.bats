@@ -23,6 +23,9 @@ setup() {
   V2='{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2"}'
 }
 
+# v2_with JSON: the v1beta2 settings plus JSON.
+v2_with() { jq -cn --argjson a "$V2" --argjson b "$1" '$a + $b'; }
+
 # evaluate CASE SETTINGS [SESSION]: runs the policy; leaves the JSON line in $output. Fails when
 # the policy made fewer host calls than the session holds, unless LEFTOVERS_EXPECTED is set.
 evaluate() {
@@ -84,7 +87,7 @@ patch_is() {
 }
 
 @test "row 1: countScaledDownMachineSets makes a scaled-down MachineSet keep its template" {
-  evaluate guard-row1-scaled-down-machineset '{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2","countScaledDownMachineSets":true}'
+  evaluate guard-row1-scaled-down-machineset "$(v2_with '{"countScaledDownMachineSets":true}')"
   rejected_with 409
   message_has "MachineSet edge-a-md-storage-5f7d9c8b6"
 }
@@ -195,7 +198,7 @@ patch_is() {
 }
 
 @test "mutation: annotation keys come from the settings" {
-  evaluate mutate-create-from-annotations '{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2","nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}'
+  evaluate mutate-create-from-annotations "$(v2_with '{"nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}')"
   patch_is "[$(add /metadata/annotations/example.com~1node-reuse true),$(add /metadata/annotations/example.com~1template edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
