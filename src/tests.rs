@@ -460,3 +460,72 @@ fn mutation_can_be_switched_off() {
     assert_eq!(response.mutated_object, None);
     assert!(cluster.calls().is_empty());
 }
+
+/// The machine of `mutate-create-owner-fallback` with a control-plane owner instead.
+fn run_with_owner(owner: Value, cluster: &FakeCluster) -> ValidationResponse {
+    let mut req = request("mutate-create-owner-fallback");
+    req["object"]["metadata"]["ownerReferences"] = json!([owner]);
+    let payload = json!({"request": req, "settings": v2()});
+    serde_json::from_slice(&respond(payload.to_string().as_bytes(), cluster).unwrap()).unwrap()
+}
+
+#[test]
+fn control_plane_owner_names_the_template() {
+    let kcp: Value = fixture("v1beta2/08-kubeadmcontrolplane.json");
+    let template: Value = fixture("v1beta2/02-metal3machinetemplate-controlplane.json");
+    let cluster = FakeCluster::new()
+        .answer_get(V2_CP, "KubeadmControlPlane", "edge-a-cp", &kcp.to_string())
+        .answer_get(
+            V2_M3,
+            "Metal3MachineTemplate",
+            "edge-a-cp-5d21c0aa",
+            &template.to_string(),
+        );
+    let response = run_with_owner(
+        json!({"apiVersion": V2_CP, "kind": "KubeadmControlPlane", "name": "edge-a-cp", "uid": "u"}),
+        &cluster,
+    );
+    let mutated = response.mutated_object.unwrap();
+    assert_eq!(
+        mutated["metadata"]["annotations"]["capi-template-guard.kubewarden.io/source-template"],
+        json!("edge-a-cp-5d21c0aa")
+    );
+    assert_eq!(
+        cluster.calls()[0],
+        "get controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites/edge-a-cp cache=true masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]"
+    );
+}
+
+#[test]
+fn missing_owner_never_blocks_creation() {
+    let cluster = FakeCluster::new().fail_get(
+        V2_MD,
+        "MachineSet",
+        "gone",
+        "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/MachineSet named 'gone' inside of namespace 'Some(\"edge-sites\")'",
+    );
+    let response = run_with_owner(
+        json!({"apiVersion": V2_MD, "kind": "MachineSet", "name": "gone", "uid": "u"}),
+        &cluster,
+    );
+    assert!(response.accepted);
+    assert_eq!(response.mutated_object, None);
+    assert_eq!(
+        response.warnings,
+        Some(vec!["capi-template-guard did not copy nodeReuse and automatedCleaningMode onto Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z: its owner MachineSet gone does not exist or names no Metal3MachineTemplate.".to_string()])
+    );
+}
+
+#[test]
+fn machine_without_any_source_never_blocks_creation() {
+    let cluster = FakeCluster::new();
+    let response = run_with_owner(
+        json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": "m", "uid": "u"}),
+        &cluster,
+    );
+    assert!(response.accepted);
+    assert!(response.warnings.unwrap()[0].contains(
+        "it has no cluster.x-k8s.io/cloned-from-name annotation naming a Metal3MachineTemplate"
+    ));
+    assert!(cluster.calls().is_empty());
+}
