@@ -228,7 +228,8 @@ mod tests {
     #[rstest]
     // Texts exactly as the policy server / kwctl hand them to the guest.
     #[case::kind_missing_from_served_group("Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane", Failure::NotServed)]
-    #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: \"404 page not found\\n\": Failed to parse error data (ErrorResponse { status: \"404 Not Found\", message: \"\\\"404 page not found\\\\n\\\"\", reason: \"Failed to parse error data\", code: 404 })", Failure::NotServed)]
+    // kube-rs turns the API server's plain-text "404 page not found" into a Status with code 404.
+    #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\", details: None })", Failure::NotServed)]
     #[case::discovery_timeout("Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta1 / MachineSet: HyperError: operation timed out", Failure::Other)]
     #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
