@@ -248,3 +248,10 @@ patch_is() {
   [ "$status" -ne 0 ]
   grep -q "The setting nodeReuseAnnotation is not a valid annotation key" <<<"$output$stderr"
 }
+
+@test "a CAPI kind not served at the configured version is refused, pointing at the setting" {
+  evaluate guard-capi-version-not-served "$V2"
+  rejected_with 500
+  message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server does not serve this kind at this version."
+  message_has "Set capiApiVersion to a version your installed provider serves."
+}

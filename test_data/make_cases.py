@@ -238,6 +238,12 @@ CASES = {
         list_call("MachineSet", V1, error='ApiError: machinesets.cluster.x-k8s.io is forbidden: User '
                   '"system:serviceaccount:kubewarden:policy-server-default" cannot list resource "machinesets" '
                   'in API group "cluster.x-k8s.io" in the namespace "edge-sites": Forbidden')]),
+    # The configured CAPI version is not served (an old CAPI with capiApiVersion v1beta2): refused,
+    # pointing at the setting, instead of counting MachineDeployments as none.
+    "guard-capi-version-not-served": (delete(tpl_workers2), [
+        list_call("MachineDeployment", V2, error="error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: "
+                  "ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), "
+                  "code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\" })")]),
     # Other kinds and operations: accepted with no lookup.
     "guard-delete-metal3machine": (delete(m3m2), []),
     "guard-update-template": (request("UPDATE", INFRA, "Metal3MachineTemplate", V2, tpl_workers2["metadata"]["name"],
