@@ -19,7 +19,7 @@ mod testing;
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
-use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 use serde_json::Value;
 
@@ -79,7 +79,9 @@ fn outcome(payload: &[u8], cluster: &dyn Cluster) -> Outcome {
             }
         }
     };
-    let settings = match settings::Settings::try_from(request.settings) {
+    let settings = match settings::Settings::try_from(request.settings)
+        .and_then(|settings| settings.validate().map(|()| settings))
+    {
         Ok(settings) => settings,
         Err(problem) => {
             return Outcome::Reject {

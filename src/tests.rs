@@ -345,6 +345,20 @@ fn invalid_settings_in_a_request_are_rejected() {
 }
 
 #[test]
+fn settings_with_an_invalid_annotation_key_in_a_request_are_rejected() {
+    let response = run(
+        "mutate-create-from-annotations",
+        json!({"nodeReuseAnnotation": "Not A Key"}),
+        &FakeCluster::new(),
+    );
+    assert_eq!(response.code, Some(400));
+    assert!(response
+        .message
+        .unwrap()
+        .contains("The setting nodeReuseAnnotation is not a valid annotation key"));
+}
+
+#[test]
 fn validate_settings_answers_in_sentences() {
     let answer = |payload: &str| -> SettingsValidationResponse {
         serde_json::from_slice(&validate_settings(payload.as_bytes()).unwrap()).unwrap()
