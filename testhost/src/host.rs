@@ -8,40 +8,14 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
+// The guest sends the SDK's request types; reading them with the same types keeps the test host
+// on the policy's wire format.
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+};
+
 use crate::metadata::ContextAwareResource;
 use crate::session::{CallbackRequestType, Replayer, SubjectAccessReview};
-
-/// Payload of `kubewarden/kubernetes/list_resources_by_namespace`.
-#[derive(Debug, Deserialize)]
-struct ListResourcesByNamespaceRequest {
-    api_version: String,
-    kind: String,
-    namespace: String,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    field_masks: Option<BTreeSet<String>>,
-}
-
-/// Payload of `kubewarden/kubernetes/list_resources_all`.
-#[derive(Debug, Deserialize)]
-struct ListAllResourcesRequest {
-    api_version: String,
-    kind: String,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    field_masks: Option<BTreeSet<String>>,
-}
-
-/// Payload of `kubewarden/kubernetes/get_resource`.
-#[derive(Debug, Deserialize)]
-struct GetResourceRequest {
-    api_version: String,
-    kind: String,
-    name: String,
-    namespace: Option<String>,
-    disable_cache: bool,
-    field_masks: Option<BTreeSet<String>>,
-}
 
 /// Payload of `kubewarden/kubernetes/can_i`.
 #[derive(Debug, Deserialize)]
