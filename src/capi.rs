@@ -23,10 +23,9 @@ pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind"
 /// Annotation `clusterctl move` puts on every object right before deleting it.
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
 
-/// `cluster.x-k8s.io/cloned-from-groupkind` value of objects cloned from a Metal3MachineTemplate.
-pub fn metal3_template_groupkind() -> String {
-    format!("{METAL3_MACHINE_TEMPLATE}.{INFRASTRUCTURE_GROUP}")
-}
+/// `cluster.x-k8s.io/cloned-from-groupkind` value of objects cloned from a Metal3MachineTemplate
+/// (`Kind.group`). A constant: it is compared once per listed Metal3Machine.
+pub const METAL3_TEMPLATE_GROUPKIND: &str = "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io";
 
 /// Treats an explicit `null` like an absent field.
 fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -279,6 +278,14 @@ pub struct List<T> {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[test]
+    fn groupkind_is_kind_dot_group() {
+        assert_eq!(
+            METAL3_TEMPLATE_GROUPKIND,
+            format!("{METAL3_MACHINE_TEMPLATE}.{INFRASTRUCTURE_GROUP}")
+        );
+    }
 
     #[rstest]
     #[case::v1beta1_api_version(

@@ -24,7 +24,7 @@ pub const CONTROL_PLANE_KINDS: [&str; 2] = ["KubeadmControlPlane", "RKE2ControlP
 pub fn template_source(meta: &Metadata) -> TemplateSource {
     let name = meta.annotation(CLONED_FROM_NAME).unwrap_or_default();
     let groupkind = meta.annotation(CLONED_FROM_GROUPKIND).unwrap_or_default();
-    if !name.is_empty() && groupkind == crate::capi::metal3_template_groupkind() {
+    if !name.is_empty() && groupkind == crate::capi::METAL3_TEMPLATE_GROUPKIND {
         return TemplateSource::Annotation(name.to_string());
     }
     let owner_of = |group: &str, kinds: &[&str]| {

@@ -1,8 +1,8 @@
 //! Which templates does an object name, and under which field?
 
 use crate::capi::{
-    metal3_template_groupkind, ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, ObjectRef,
-    TemplateSlot, WorkerClass, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
+    ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, ObjectRef, TemplateSlot, WorkerClass,
+    CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, METAL3_TEMPLATE_GROUPKIND,
 };
 
 /// The template a request is about: kind, group and name (its namespace is the request's).
@@ -135,7 +135,7 @@ pub fn of_cluster_class(object: &ClusterClass) -> Vec<NamedTemplate<'_>> {
 pub fn metal3_machine_cloned_from(machine: &MetadataOnly, name: &str) -> bool {
     let meta = &machine.metadata;
     meta.annotation(CLONED_FROM_NAME) == Some(name)
-        && meta.annotation(CLONED_FROM_GROUPKIND) == Some(metal3_template_groupkind().as_str())
+        && meta.annotation(CLONED_FROM_GROUPKIND) == Some(METAL3_TEMPLATE_GROUPKIND)
 }
 
 #[cfg(test)]
