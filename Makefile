@@ -9,16 +9,18 @@ SHELL := /bin/bash
 all: policy.wasm
 
 policy.wasm: $(SOURCE_FILES)
-	cargo build --target=wasm32-wasip1 --release -p capi-template-guard
+	cargo build --target=wasm32-wasip1 --release --locked -p capi-template-guard
 	cp target/wasm32-wasip1/release/capi_template_guard.wasm policy.wasm
 
-# Needs kwctl (not in any package registry: install it from the Kubewarden releases).
+# Needs kwctl: Homebrew (`brew install kwctl`), openSUSE (`zypper install kwctl`), the AUR
+# (`kwctl-bin`) or Kubewarden's release binaries (https://docs.kubewarden.io/howtos/install-kwctl).
+# This project's CI machine has none and runs e2e.bats through the test host instead.
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	$(KWCTL) annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
 # The waPC test host that runs policy.wasm like `kwctl run` where kwctl is not installed.
 $(TESTHOST): $(TESTHOST_FILES) Cargo.lock
-	cargo build --release -p testhost
+	cargo build --release --locked -p testhost
 
 .PHONY: fmt
 fmt:
@@ -26,11 +28,11 @@ fmt:
 
 .PHONY: lint
 lint:
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 
 .PHONY: unit-tests
 unit-tests:
-	cargo test --workspace
+	cargo test --workspace --locked
 
 # Evaluates the policy on every sample request in test_data/ and prints each verdict.
 .PHONY: evaluate
@@ -65,6 +67,13 @@ e2e-tests: policy.wasm $(TESTHOST)
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build, e2e.bats.
 .PHONY: test
 test: fmt lint unit-tests e2e-tests
+
+# Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
+# examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.
+.PHONY: bump
+bump:
+	@test -n "$(VERSION)" || { echo "usage: make bump VERSION=X.Y.Z [DRY_RUN=1]" >&2; exit 2; }
+	scripts/bump-version.sh $(if $(DRY_RUN),--dry-run) $(VERSION)
 
 .PHONY: clean
 clean:
