@@ -6,15 +6,11 @@
 //! field is skipped unread, which keeps a list of thousands of objects cheap to decode.
 
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
-pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
-pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
-pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";
-
-pub const METAL3_MACHINE_TEMPLATE: &str = "Metal3MachineTemplate";
-pub const METAL3_MACHINE: &str = "Metal3Machine";
+use crate::catalogue::{self, TemplateClass, CAPI_GROUP, INFRASTRUCTURE_GROUP};
+use crate::error::Error;
 
 /// Annotation set by CAPI on every object cloned from a template: the template's name.
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
@@ -22,10 +18,6 @@ pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 /// Annotation `clusterctl move` puts on every object right before deleting it.
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
-
-/// `cluster.x-k8s.io/cloned-from-groupkind` value of objects cloned from a Metal3MachineTemplate
-/// (`Kind.group`). A constant: it is compared once per listed Metal3Machine.
-pub const METAL3_TEMPLATE_GROUPKIND: &str = "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io";
 
 /// Treats an explicit `null` like an absent field.
 fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -107,6 +99,8 @@ impl ObjectRef {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
 pub struct MachineSetLike {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
     pub metadata: Metadata,
     pub spec: MachineSetSpec,
     pub status: ReplicaStatus,
@@ -148,6 +142,8 @@ pub struct ReplicaStatus {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
 pub struct ControlPlane {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
     pub metadata: Metadata,
     pub spec: ControlPlaneSpec,
 }
@@ -178,6 +174,8 @@ pub struct ControlPlaneMachineTemplateSpec {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
 pub struct ClusterClass {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
     pub metadata: Metadata,
     pub spec: ClusterClassSpec,
 }
@@ -185,6 +183,7 @@ pub struct ClusterClass {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterClassSpec {
+    pub infrastructure: TemplateSlot,
     pub control_plane: ClusterClassControlPlane,
     pub workers: Workers,
 }
@@ -192,6 +191,11 @@ pub struct ClusterClassSpec {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ClusterClassControlPlane {
+    /// The control plane's own template: `ref` in v1beta1.
+    #[serde(rename = "ref")]
+    pub reference: Option<ObjectRef>,
+    /// The control plane's own template: `templateRef` in v1beta2.
+    pub template_ref: Option<ObjectRef>,
     pub machine_infrastructure: TemplateSlot,
 }
 
@@ -235,6 +239,8 @@ pub struct TemplateSlot {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
 pub struct MetadataOnly {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
     pub metadata: Metadata,
 }
 
@@ -242,6 +248,8 @@ pub struct MetadataOnly {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
 pub struct Metal3MachineTemplate {
+    #[serde(deserialize_with = "nullable")]
+    pub kind: String,
     pub metadata: Metadata,
     pub spec: Metal3MachineTemplateSpec,
 }
@@ -266,12 +274,156 @@ pub struct Metal3MachineSpec {
     pub automated_cleaning_mode: Option<String>,
 }
 
-/// The `items` of a list answer; everything else in the list is skipped.
+/// A list answer. `items` is required: an answer without it is not an empty list.
 #[derive(Deserialize, Debug)]
 #[serde(bound(deserialize = "T: Deserialize<'de>"))]
 pub struct List<T> {
-    #[serde(default = "Vec::new", deserialize_with = "nullable")]
+    #[serde(default)]
+    pub kind: Option<String>,
     pub items: Vec<T>,
+}
+
+/// An object whose `kind` can be checked against the kind asked for. Items without a kind are
+/// accepted (the host may leave it out); items of another kind are not.
+pub trait Kinded {
+    fn kind(&self) -> &str;
+}
+
+macro_rules! kinded {
+    ($($view:ty),*) => {$(
+        impl Kinded for $view {
+            fn kind(&self) -> &str {
+                &self.kind
+            }
+        }
+    )*};
+}
+kinded!(
+    MachineSetLike,
+    ControlPlane,
+    ClusterClass,
+    MetadataOnly,
+    Metal3MachineTemplate
+);
+
+/// Whether `name` can be an object name (a DNS-1123 subdomain of at most 253 characters). Names
+/// read from annotations and owner references are checked before any lookup, so that a name
+/// such as `w-1/status` never reaches the host as a path.
+pub fn is_object_name(name: &str) -> bool {
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
+}
+
+/// The template a DELETE is about, as read from the request's `oldObject`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub reference: TemplateRef,
+    pub class: TemplateClass,
+    pub namespace: String,
+    /// `spec.nodeReuse: true` on a Metal3MachineTemplate.
+    pub node_reuse: bool,
+    /// Carries `clusterctl.cluster.x-k8s.io/delete-for-move`.
+    pub moving: bool,
+    /// Names of the Cluster API Clusters among its owners, sorted, each a valid object name.
+    pub cluster_owners: Vec<String>,
+}
+
+/// The template a request is about: kind, group and name (its namespace is the request's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateRef {
+    pub group: String,
+    pub kind: String,
+    pub name: String,
+}
+
+impl TemplateRef {
+    /// Kind and name must match; the group too when the reference carries one.
+    pub fn is_named_by(&self, reference: &ObjectRef) -> bool {
+        reference.kind == self.kind
+            && reference.name == self.name
+            && reference.group().is_none_or(|group| group == self.group)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct TemplateObject {
+    metadata: Metadata,
+    spec: TemplateSpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct TemplateSpec {
+    node_reuse: Option<bool>,
+}
+
+impl Template {
+    /// Reads a guarded template from a DELETE request. `name` is the request's name, used when
+    /// the old object has none (items of a deletecollection arrive with an empty request name,
+    /// so the old object's name wins).
+    pub fn from_old_object(
+        group: &str,
+        kind: &str,
+        class: TemplateClass,
+        name: &str,
+        namespace: &str,
+        old_object: &Value,
+    ) -> Result<Template, Error> {
+        if !old_object.is_object() {
+            return Err(Error::NoOldObject);
+        }
+        let object = TemplateObject::deserialize(old_object)
+            .map_err(|e| Error::UnreadableOldObject(e.to_string()))?;
+        let meta = object.metadata;
+        let mut cluster_owners: Vec<String> = meta
+            .owner_references
+            .iter()
+            .filter(|owner| {
+                owner.kind == catalogue::CLUSTER.kind
+                    && group_of(&owner.api_version) == CAPI_GROUP
+                    && is_object_name(&owner.name)
+            })
+            .map(|owner| owner.name.clone())
+            .collect();
+        cluster_owners.sort();
+        cluster_owners.dedup();
+        let name = if meta.name.is_empty() {
+            name
+        } else {
+            &meta.name
+        };
+        if name.is_empty() {
+            return Err(Error::Unnamed);
+        }
+        let namespace = if namespace.is_empty() {
+            &meta.namespace
+        } else {
+            namespace
+        };
+        Ok(Template {
+            reference: TemplateRef {
+                group: group.to_string(),
+                kind: kind.to_string(),
+                name: name.to_string(),
+            },
+            class,
+            namespace: namespace.to_string(),
+            node_reuse: group == INFRASTRUCTURE_GROUP
+                && kind == catalogue::METAL3_MACHINE_TEMPLATE.kind
+                && object.spec.node_reuse == Some(true),
+            moving: meta.annotations.contains_key(DELETE_FOR_MOVE),
+            cluster_owners,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -279,12 +431,20 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    #[test]
-    fn groupkind_is_kind_dot_group() {
-        assert_eq!(
-            METAL3_TEMPLATE_GROUPKIND,
-            format!("{METAL3_MACHINE_TEMPLATE}.{INFRASTRUCTURE_GROUP}")
-        );
+    #[rstest]
+    #[case::simple("edge-a-workers-7f3c9d2e", true)]
+    #[case::dotted("a.b-c.d", true)]
+    #[case::longest(&"a".repeat(253).chars().enumerate().map(|(i, c)| if i % 60 == 59 { '.' } else { c }).collect::<String>(), true)]
+    #[case::too_long(&"a.".repeat(127), false)]
+    #[case::subresource("w-1/status", false)]
+    #[case::empty("", false)]
+    #[case::upper("Edge", false)]
+    #[case::leading_dash("-a", false)]
+    #[case::empty_label("a..b", false)]
+    #[case::non_ascii("é", false)]
+    #[case::label_too_long(&"a".repeat(64), false)]
+    fn object_names(#[case] name: &str, #[case] expected: bool) {
+        assert_eq!(is_object_name(name), expected);
     }
 
     #[rstest]

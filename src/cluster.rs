@@ -2,23 +2,25 @@
 //!
 //! [`Cluster`] is deliberately raw (the SDK's request types in, JSON bytes or the host's error
 //! text out) so that tests drive the very requests the policy server and `kwctl` replay see,
-//! field masks included, through an in-memory fake.
+//! field masks included, through an in-memory fake. [`list`] and [`get`] add the masks, decode
+//! the answer into a typed view and turn the host's error texts into a [`Failure`].
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
 use kubewarden_policy_sdk::wapc_guest;
 use serde::de::DeserializeOwned;
-use std::collections::BTreeSet;
-use std::fmt;
 
-use crate::capi::List;
+use crate::capi::{Kinded, List};
+use crate::catalogue::{Resource, Version};
+use crate::error::{Failure, Lookup, LookupError};
 
 pub trait Cluster {
     fn list_resources_by_namespace(
         &self,
         request: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String>;
+
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String>;
 }
 
@@ -53,32 +55,22 @@ impl Cluster for Host {
 /// How a failed host call failed, read from the host's error text. The host wraps failures as
 /// `Callback evaluation failure: <Debug of the error>`, so the texts are matched anywhere in the
 /// string, never at its start; the access check alone arrives bare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The kind is missing from a served group/version (`Cannot find resource <gv>/<Kind>`), or
-    /// the group/version is not served at all (`error finding resource <gv> / <Kind>: ...404...`).
-    NotServed,
-    /// `get_resource` found no such object.
-    NotFound,
-    /// The kind is not in the policy's `contextAwareResources`.
-    AccessDenied,
-    /// Anything else: RBAC, timeouts, an answer that cannot be read.
-    Other,
-}
-
 pub fn classify(text: &str) -> Failure {
     if text.contains("has not been granted access to Kubernetes") {
         Failure::AccessDenied
-    } else if text.contains("Cannot find resource ")
-        || (text.contains("error finding resource ")
-            && (text.contains("404") || text.contains("NotFound")))
-    {
+    } else if text.contains("Cannot find resource ") || group_version_not_served(text) {
         Failure::NotServed
     } else if text.contains("Cannot find ") && text.contains(" named '") {
         Failure::NotFound
     } else {
         Failure::Other
     }
+}
+
+/// `error finding resource <gv> / <Kind>: ...` with the API server's 404 answer to discovery.
+fn group_version_not_served(text: &str) -> bool {
+    text.split_once("error finding resource ")
+        .is_some_and(|(_, rest)| rest.contains("404 page not found") || rest.contains("code: 404"))
 }
 
 /// Keeps the host's text short and stable: its first line (a cause chain or a backtrace may
@@ -92,136 +84,127 @@ fn first_line(text: &str) -> String {
     short
 }
 
-/// A lookup that did not give an answer the policy can use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LookupError {
-    /// What was looked up, e.g. `listing MachineSet objects (cluster.x-k8s.io/v1beta1) in
-    /// namespace edge-sites`.
-    pub lookup: String,
-    pub api_version: String,
-    pub kind: String,
-    pub failure: Failure,
-    pub detail: String,
-}
-
-impl LookupError {
-    pub fn of_list(
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-        failure: Failure,
-        detail: String,
-    ) -> Self {
-        LookupError {
-            lookup: format!("listing {kind} objects ({api_version}) in namespace {namespace}"),
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
-            failure,
-            detail,
-        }
-    }
-
-    pub fn of_get(
-        api_version: &str,
-        kind: &str,
-        namespace: &str,
-        name: &str,
-        failure: Failure,
-        detail: String,
-    ) -> Self {
-        LookupError {
-            lookup: format!("getting {kind} {namespace}/{name} ({api_version})"),
-            api_version: api_version.to_string(),
-            kind: kind.to_string(),
-            failure,
-            detail,
-        }
+fn failed(lookup: Lookup, text: &str) -> LookupError {
+    LookupError {
+        lookup,
+        failure: classify(text),
+        detail: first_line(text),
     }
 }
 
-impl fmt::Display for LookupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.lookup, self.detail)
+fn unreadable(lookup: Lookup, detail: String) -> LookupError {
+    LookupError {
+        lookup,
+        failure: Failure::Unreadable,
+        detail,
     }
 }
 
-/// What a list gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Listed<T> {
-    Items(Vec<T>),
-    /// The API server does not serve this kind at this version.
-    NotServed,
+/// Whether an answer holds objects of the kind asked for (an answer without a kind passes).
+fn kind_problem(found: &str, wanted: &str) -> Option<String> {
+    (!found.is_empty() && found != wanted)
+        .then(|| format!("the answer holds a {found} where a {wanted} was asked for"))
 }
 
-fn masks(fields: &[&str]) -> Option<BTreeSet<String>> {
-    Some(fields.iter().map(|f| f.to_string()).collect())
-}
-
-/// Lists `kind` in `namespace`, keeping only metadata and the `fields` named (field masks), with
-/// no selectors: each distinct selector costs a permanent watch in the policy server.
-pub fn list<T: DeserializeOwned>(
+/// Lists `resource` at `version` in `namespace`, keeping only metadata and the resource's field
+/// masks, with no selectors: each distinct selector costs a permanent watch in the policy server.
+pub fn list<T: DeserializeOwned + Kinded>(
     cluster: &dyn Cluster,
-    api_version: &str,
-    kind: &str,
+    resource: &Resource,
+    version: Version,
     namespace: &str,
-    fields: &[&str],
-) -> Result<Listed<T>, LookupError> {
+) -> Result<Vec<T>, LookupError> {
     let request = ListResourcesByNamespaceRequest {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
+        api_version: resource.api_version(version),
+        kind: resource.kind.to_string(),
         namespace: namespace.to_string(),
         label_selector: None,
         field_selector: None,
-        field_masks: masks(fields),
+        field_masks: Some(resource.masks.iter().map(|m| m.to_string()).collect()),
     };
-    let error =
-        |failure, detail| LookupError::of_list(api_version, kind, namespace, failure, detail);
-    match cluster.list_resources_by_namespace(&request) {
-        Ok(bytes) => serde_json::from_slice::<List<T>>(&bytes)
-            .map(|list| Listed::Items(list.items))
-            .map_err(|e| error(Failure::Other, format!("the answer cannot be read: {e}"))),
-        Err(text) => match classify(&text) {
-            Failure::NotServed => Ok(Listed::NotServed),
-            failure => Err(error(failure, first_line(&text))),
-        },
+    let result = cluster.list_resources_by_namespace(&request);
+    let lookup = Lookup::List {
+        api_version: request.api_version,
+        kind: resource.kind,
+        namespace: request.namespace,
+    };
+    let bytes = result.map_err(|text| failed(lookup.clone(), &text))?;
+    let list: List<T> = serde_json::from_slice(&bytes)
+        .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
+    let list_kind = format!("{}List", resource.kind);
+    let problem =
+        kind_problem(list.kind.as_deref().unwrap_or_default(), &list_kind).or_else(|| {
+            list.items
+                .iter()
+                .find_map(|item| kind_problem(item.kind(), resource.kind))
+        });
+    match problem {
+        Some(problem) => Err(unreadable(lookup, problem)),
+        None => Ok(list.items),
     }
 }
 
-/// Gets one object; `Ok(None)` when it does not exist.
-pub fn get<T: DeserializeOwned>(
+/// Whether a read may be answered from the policy server's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    Cached,
+    /// Straight from the API server: for an object that may have been created a moment ago.
+    Direct,
+}
+
+/// One object to read.
+#[derive(Debug, Clone, Copy)]
+pub struct Get<'a> {
+    pub resource: &'a Resource,
+    pub version: Version,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub read: Read,
+}
+
+/// Gets one object, keeping metadata and the resource's field masks; `Ok(None)` when it does not
+/// exist.
+pub fn get<T: DeserializeOwned + Kinded>(
     cluster: &dyn Cluster,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-    name: &str,
-    disable_cache: bool,
-    fields: &[&str],
+    get: &Get<'_>,
 ) -> Result<Option<T>, LookupError> {
     let request = GetResourceRequest {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        name: name.to_string(),
-        namespace: Some(namespace.to_string()),
-        disable_cache,
-        field_masks: masks(fields),
+        api_version: get.resource.api_version(get.version),
+        kind: get.resource.kind.to_string(),
+        name: get.name.to_string(),
+        namespace: Some(get.namespace.to_string()),
+        disable_cache: get.read == Read::Direct,
+        field_masks: Some(get.resource.masks.iter().map(|m| m.to_string()).collect()),
     };
-    let error =
-        |failure, detail| LookupError::of_get(api_version, kind, namespace, name, failure, detail);
-    match cluster.get_resource(&request) {
-        Ok(bytes) => serde_json::from_slice::<T>(&bytes)
-            .map(Some)
-            .map_err(|e| error(Failure::Other, format!("the answer cannot be read: {e}"))),
-        Err(text) => match classify(&text) {
-            Failure::NotFound => Ok(None),
-            failure => Err(error(failure, first_line(&text))),
-        },
+    let result = cluster.get_resource(&request);
+    let lookup = Lookup::Get {
+        api_version: request.api_version,
+        kind: get.resource.kind,
+        namespace: get.namespace.to_string(),
+        name: request.name,
+    };
+    let bytes = match result {
+        Ok(bytes) => bytes,
+        Err(text) => {
+            return match classify(&text) {
+                Failure::NotFound => Ok(None),
+                _ => Err(failed(lookup, &text)),
+            }
+        }
+    };
+    let object: T = serde_json::from_slice(&bytes)
+        .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
+    match kind_problem(object.kind(), get.resource.kind) {
+        Some(problem) => Err(unreadable(lookup, problem)),
+        None => Ok(Some(object)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::MetadataOnly;
+    use crate::capi::{MachineSetLike, MetadataOnly};
+    use crate::catalogue::{CLUSTER, REFERRERS};
     use crate::testing::FakeCluster;
     use rstest::rstest;
 
@@ -231,6 +214,10 @@ mod tests {
     // kube-rs turns the API server's plain-text "404 page not found" into a Status with code 404.
     #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\", details: None })", Failure::NotServed)]
     #[case::discovery_timeout("Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta1 / MachineSet: HyperError: operation timed out", Failure::Other)]
+    #[case::a_404_elsewhere_is_not_not_served(
+        "Callback evaluation failure: ApiError: proxy answered 404 for machinesets",
+        Failure::Other
+    )]
     #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
     #[case::rbac("Callback evaluation failure: ApiError: machinesets.cluster.x-k8s.io is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot list resource \"machinesets\" (ErrorResponse { code: 403 })", Failure::Other)]
@@ -243,123 +230,147 @@ mod tests {
         assert_eq!(classify(text), failure);
     }
 
+    const V2: &str = "cluster.x-k8s.io/v1beta2";
+
+    fn machine_sets() -> &'static Resource {
+        &REFERRERS[1].resource
+    }
+
+    fn list_machine_sets(answer: &str) -> Result<Vec<MachineSetLike>, LookupError> {
+        let cluster = FakeCluster::new().answer_list(V2, "MachineSet", answer);
+        list(&cluster, machine_sets(), Version::V1beta2, "ns")
+    }
+
     #[test]
-    fn list_sends_masks_and_no_selectors() {
+    fn list_sends_the_catalogue_masks_and_no_selectors() {
         let cluster = FakeCluster::new().answer_list(
-            "cluster.x-k8s.io/v1beta1",
+            V2,
             "MachineSet",
-            r#"{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"MachineSetList","items":[{"metadata":{"name":"a"}}]}"#,
+            r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSetList","items":[{"kind":"MachineSet","metadata":{"name":"a"}}]}"#,
         );
-        let listed: Listed<MetadataOnly> = list(
-            &cluster,
-            "cluster.x-k8s.io/v1beta1",
-            "MachineSet",
-            "ns",
-            &["spec.b", "spec.a"],
-        )
-        .unwrap();
-        assert!(matches!(listed, Listed::Items(items) if items[0].metadata.name == "a"));
+        let listed: Vec<MachineSetLike> =
+            list(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap();
+        assert_eq!(listed[0].metadata.name, "a");
         assert_eq!(
             cluster.calls(),
-            vec!["list cluster.x-k8s.io/v1beta1 MachineSet ns masks=[spec.a, spec.b]"]
+            vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns masks=[spec.replicas, spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef, status.replicas]"]
         );
     }
 
-    #[test]
-    fn list_of_unserved_kind_is_not_an_error() {
-        let cluster = FakeCluster::new().fail_list(
-            "controlplane.cluster.x-k8s.io/v1beta1",
-            "RKE2ControlPlane",
-            "Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane",
-        );
-        let listed: Listed<MetadataOnly> = list(
-            &cluster,
-            "controlplane.cluster.x-k8s.io/v1beta1",
-            "RKE2ControlPlane",
-            "ns",
-            &[],
-        )
-        .unwrap();
-        assert_eq!(listed, Listed::NotServed);
+    #[rstest]
+    #[case::no_items(
+        r#"{"kind":"MachineSetList"}"#,
+        "the answer cannot be read: missing field `items`"
+    )]
+    #[case::null_items(
+        r#"{"kind":"MachineSetList","items":null}"#,
+        "the answer cannot be read: invalid type: null, expected a sequence"
+    )]
+    #[case::other_list_kind(
+        r#"{"kind":"MachineDeploymentList","items":[]}"#,
+        "the answer holds a MachineDeploymentList where a MachineSetList was asked for"
+    )]
+    #[case::item_of_other_kind(r#"{"kind":"MachineSetList","items":[{"kind":"MachineSet","metadata":{"name":"a"}},{"kind":"Machine","metadata":{"name":"b"}}]}"#, "the answer holds a Machine where a MachineSet was asked for")]
+    #[case::wrong_type(
+        r#"{"items":[{"metadata":{"name":1}}]}"#,
+        "the answer cannot be read: invalid type: integer `1`"
+    )]
+    #[case::null_spec(
+        r#"{"items":[{"metadata":{"name":"ms"},"spec":null}]}"#,
+        "the answer cannot be read: invalid type: null, expected struct MachineSetSpec"
+    )]
+    #[case::not_json("<html>", "the answer cannot be read: expected value")]
+    fn an_answer_that_is_not_the_list_asked_for_is_unreadable(
+        #[case] answer: &str,
+        #[case] detail: &str,
+    ) {
+        let error = list_machine_sets(answer).unwrap_err();
+        assert_eq!(error.failure, Failure::Unreadable);
+        assert!(error.detail.starts_with(detail), "{}", error.detail);
     }
 
     #[test]
-    fn unreadable_list_is_an_error() {
-        let cluster =
-            FakeCluster::new().answer_list("v", "K", r#"{"items":[{"metadata":{"name":1}}]}"#);
-        let err = list::<MetadataOnly>(&cluster, "v", "K", "ns", &[]).unwrap_err();
-        assert_eq!(err.failure, Failure::Other);
-        assert!(
-            err.to_string()
-                .starts_with("listing K objects (v) in namespace ns failed: the answer cannot be read: invalid type: integer `1`"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn list_with_a_null_spec_is_an_error_not_a_silent_accept() {
-        let cluster = FakeCluster::new().answer_list(
-            "v",
-            "MachineSet",
-            r#"{"items":[{"metadata":{"name":"ms"},"spec":null}]}"#,
-        );
-        let err = list::<crate::capi::MachineSetLike>(&cluster, "v", "MachineSet", "ns", &[])
-            .unwrap_err();
+    fn an_empty_list_is_empty() {
         assert_eq!(
-            err.to_string(),
-            "listing MachineSet objects (v) in namespace ns failed: the answer cannot be read: invalid type: null, expected struct MachineSetSpec at line 1 column 47"
+            list_machine_sets(r#"{"kind":"MachineSetList","items":[]}"#),
+            Ok(vec![])
         );
     }
 
     #[test]
-    fn failed_list_keeps_the_first_line_of_the_host_text() {
+    fn a_failed_list_keeps_the_first_line_of_the_host_text() {
         let cluster = FakeCluster::new().fail_list(
-            "v",
-            "K",
+            V2,
+            "MachineSet",
             "Callback evaluation failure: boom\n\nCaused by:\n  deeper",
         );
-        let err = list::<MetadataOnly>(&cluster, "v", "K", "ns", &[]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "listing K objects (v) in namespace ns failed: Callback evaluation failure: boom"
-        );
+        let error =
+            list::<MetadataOnly>(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap_err();
+        assert_eq!(error.failure, Failure::Other);
+        assert_eq!(error.detail, "Callback evaluation failure: boom");
     }
 
     #[test]
-    fn get_of_missing_object_is_none() {
+    fn a_missing_object_is_none_and_a_cached_read_says_so() {
         let cluster = FakeCluster::new().fail_get(
-            "cluster.x-k8s.io/v1beta1",
+            V2,
             "Cluster",
             "edge-a",
-            "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"ns\")'",
+            "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"ns\")'",
         );
-        let got: Option<MetadataOnly> = get(
-            &cluster,
-            "cluster.x-k8s.io/v1beta1",
-            "Cluster",
-            "ns",
-            "edge-a",
-            false,
-            &[],
-        )
-        .unwrap();
-        assert_eq!(got, None);
+        let get_cluster = Get {
+            resource: &CLUSTER,
+            version: Version::V1beta2,
+            namespace: "ns",
+            name: "edge-a",
+            read: Read::Cached,
+        };
+        assert_eq!(get::<MetadataOnly>(&cluster, &get_cluster), Ok(None));
         assert_eq!(
             cluster.calls(),
-            vec!["get cluster.x-k8s.io/v1beta1 Cluster ns/edge-a cache=true masks=[]"]
+            vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true masks=[metadata.name]"]
+        );
+    }
+
+    #[rstest]
+    #[case::denied("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta2/Cluster resources. The violation has been reported.", Failure::AccessDenied)]
+    #[case::not_served(
+        "Callback evaluation failure: Cannot find resource cluster.x-k8s.io/v1beta2/Cluster",
+        Failure::NotServed
+    )]
+    fn a_failed_get_is_an_error(#[case] text: &str, #[case] failure: Failure) {
+        let cluster = FakeCluster::new().fail_get(V2, "Cluster", "c", text);
+        let get_cluster = Get {
+            resource: &CLUSTER,
+            version: Version::V1beta2,
+            namespace: "ns",
+            name: "c",
+            read: Read::Direct,
+        };
+        let error = get::<MetadataOnly>(&cluster, &get_cluster).unwrap_err();
+        assert_eq!(error.failure, failure);
+        assert_eq!(
+            cluster.calls()[0],
+            "get cluster.x-k8s.io/v1beta2 Cluster ns/c cache=false masks=[metadata.name]"
         );
     }
 
     #[test]
-    fn get_that_is_denied_is_an_error() {
-        let cluster = FakeCluster::new().fail_get(
-            "v",
-            "K",
-            "n",
-            "Policy has not been granted access to Kubernetes v/K resources. The violation has been reported.",
+    fn a_get_answer_of_another_kind_is_unreadable() {
+        let cluster = FakeCluster::new().answer_get(
+            V2,
+            "Cluster",
+            "c",
+            r#"{"kind":"Secret","metadata":{"name":"c"}}"#,
         );
-        let err = get::<MetadataOnly>(&cluster, "v", "K", "ns", "n", true, &[]).unwrap_err();
-        assert_eq!(err.failure, Failure::AccessDenied);
-        assert_eq!(err.to_string(), "getting K ns/n (v) failed: Policy has not been granted access to Kubernetes v/K resources. The violation has been reported.");
+        let get_cluster = Get {
+            resource: &CLUSTER,
+            version: Version::V1beta2,
+            namespace: "ns",
+            name: "c",
+            read: Read::Cached,
+        };
+        let error = get::<MetadataOnly>(&cluster, &get_cluster).unwrap_err();
+        assert_eq!(error.failure, Failure::Unreadable);
     }
 }

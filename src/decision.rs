@@ -1,265 +1,23 @@
-//! The deletion decision: pure functions over the template, the objects listed in its namespace
-//! and the state of its owning Clusters. No host calls here.
+//! The deletion decision: one pure function over the template, the settings and a typed
+//! [`Lookups`] trait. The rows run in the order of the README's table; nothing else decides.
 
-use crate::capi::{
-    group_of, ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, BOOTSTRAP_GROUP,
-    CAPI_GROUP, DELETE_FOR_MOVE, INFRASTRUCTURE_GROUP, METAL3_MACHINE_TEMPLATE,
-};
-use crate::references::{self, NamedTemplate, TemplateRef};
-use crate::settings::Settings;
-use serde::Deserialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fmt;
 
-/// Whether DELETE of this group/kind is guarded.
-pub fn is_protected(group: &str, kind: &str) -> bool {
-    (group == INFRASTRUCTURE_GROUP && kind.ends_with("MachineTemplate"))
-        || (group == BOOTSTRAP_GROUP
-            && matches!(kind, "KubeadmConfigTemplate" | "RKE2ConfigTemplate"))
-}
+use crate::capi::Template;
+use crate::catalogue::{ReferrerKind, REFERRERS};
+use crate::error::{Failure, LookupError};
+use crate::references::Candidate;
+use crate::settings::Settings;
 
-/// The template being deleted, as read from the request's `oldObject`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Template {
-    pub reference: TemplateRef,
-    pub namespace: String,
-    /// `spec.nodeReuse: true` on a Metal3MachineTemplate.
-    pub node_reuse: bool,
-    /// Carries `clusterctl.cluster.x-k8s.io/delete-for-move`.
-    pub moving: bool,
-    /// Names of the CAPI Clusters among its owners, sorted.
-    pub cluster_owners: Vec<String>,
-}
+/// What the decision needs to know of the cluster. `lookups.rs` answers it from the host; tests
+/// answer it from memory.
+pub trait Lookups {
+    /// The objects of `kind` in the template's namespace. A kind served at no version fails with
+    /// [`Failure::NotServed`].
+    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError>;
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct TemplateObject {
-    metadata: crate::capi::Metadata,
-    spec: TemplateSpec,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct TemplateSpec {
-    node_reuse: Option<bool>,
-}
-
-impl Template {
-    /// Reads the template from a DELETE request; `name` is the request's name, used when the
-    /// old object has none.
-    pub fn from_old_object(
-        group: &str,
-        kind: &str,
-        name: &str,
-        namespace: &str,
-        old_object: &Value,
-    ) -> Result<Template, String> {
-        if !old_object.is_object() {
-            return Err("the request carries no oldObject".to_string());
-        }
-        let object = TemplateObject::deserialize(old_object)
-            .map_err(|e| format!("its oldObject cannot be read ({e})"))?;
-        let meta = object.metadata;
-        let mut cluster_owners: Vec<String> = meta
-            .owner_references
-            .iter()
-            .filter(|owner| owner.kind == "Cluster" && group_of(&owner.api_version) == CAPI_GROUP)
-            .map(|owner| owner.name.clone())
-            .collect();
-        cluster_owners.sort();
-        cluster_owners.dedup();
-        let name = if meta.name.is_empty() {
-            name
-        } else {
-            &meta.name
-        };
-        if name.is_empty() {
-            return Err("neither the request nor its oldObject names the template".to_string());
-        }
-        Ok(Template {
-            reference: TemplateRef {
-                group: group.to_string(),
-                kind: kind.to_string(),
-                name: name.to_string(),
-            },
-            namespace: namespace.to_string(),
-            node_reuse: kind == METAL3_MACHINE_TEMPLATE && object.spec.node_reuse == Some(true),
-            moving: meta.annotations.contains_key(DELETE_FOR_MOVE),
-            cluster_owners,
-        })
-    }
-}
-
-/// The kinds of objects that can keep a template, in the order messages list them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ReferrerKind {
-    MachineDeployment,
-    MachineSet,
-    KubeadmControlPlane,
-    RKE2ControlPlane,
-    ClusterClass,
-    Metal3Machine,
-}
-
-impl ReferrerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReferrerKind::MachineDeployment => "MachineDeployment",
-            ReferrerKind::MachineSet => "MachineSet",
-            ReferrerKind::KubeadmControlPlane => "KubeadmControlPlane",
-            ReferrerKind::RKE2ControlPlane => "RKE2ControlPlane",
-            ReferrerKind::ClusterClass => "ClusterClass",
-            ReferrerKind::Metal3Machine => "Metal3Machine",
-        }
-    }
-
-    /// A control-plane provider may legitimately be absent from a cluster.
-    pub fn is_optional(self) -> bool {
-        matches!(
-            self,
-            ReferrerKind::KubeadmControlPlane | ReferrerKind::RKE2ControlPlane
-        )
-    }
-}
-
-impl fmt::Display for ReferrerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The kinds that may keep `template`, hence the lists to read. Bootstrap templates are only
-/// named by MachineDeployments, MachineSets and ClusterClasses; Metal3Machines matter only for a
-/// Metal3MachineTemplate with nodeReuse (CAPM3 reads nothing else of it when they are deleted).
-pub fn referrer_kinds(template: &Template) -> Vec<ReferrerKind> {
-    use ReferrerKind::*;
-    let mut kinds = vec![MachineDeployment, MachineSet];
-    if template.reference.group == INFRASTRUCTURE_GROUP {
-        kinds.extend([KubeadmControlPlane, RKE2ControlPlane]);
-    }
-    kinds.push(ClusterClass);
-    if template.node_reuse {
-        kinds.push(Metal3Machine);
-    }
-    kinds
-}
-
-/// Objects listed in the template's namespace. A kind that was not listed stays empty.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Inventory {
-    pub machine_deployments: Vec<MachineSetLike>,
-    pub machine_sets: Vec<MachineSetLike>,
-    pub kubeadm_control_planes: Vec<ControlPlane>,
-    pub rke2_control_planes: Vec<ControlPlane>,
-    pub cluster_classes: Vec<ClusterClass>,
-    pub metal3_machines: Vec<MetadataOnly>,
-}
-
-/// An object that still needs the template, and the fields that name it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Referrer {
-    pub kind: ReferrerKind,
-    pub name: String,
-    pub fields: Vec<String>,
-}
-
-fn scaled_down(machine_set: &MachineSetLike) -> bool {
-    machine_set.spec.replicas == Some(0) && machine_set.status.replicas == Some(0)
-}
-
-/// Rows 1 to 4 of the decision table: every object that keeps `template`, sorted by kind then
-/// name, each with its fields sorted.
-pub fn find_referrers(
-    template: &Template,
-    inventory: &Inventory,
-    settings: &Settings,
-) -> Vec<Referrer> {
-    let mut found: BTreeMap<(ReferrerKind, String), Vec<String>> = BTreeMap::new();
-    let mut record = |kind: ReferrerKind, name: &str, named: Vec<NamedTemplate<'_>>| {
-        for n in named {
-            if template.reference.is_named_by(n.reference) {
-                found
-                    .entry((kind, name.to_string()))
-                    .or_default()
-                    .push(n.field);
-            }
-        }
-    };
-
-    // Row 1. Referrers being deleted never count: the topology controller deletes a MachineSet's
-    // templates before it drops the MachineSet's finalizer.
-    for md in inventory
-        .machine_deployments
-        .iter()
-        .filter(|o| !o.metadata.is_deleting())
-    {
-        record(
-            ReferrerKind::MachineDeployment,
-            &md.metadata.name,
-            references::of_machine_set(md),
-        );
-    }
-    for ms in inventory.machine_sets.iter().filter(|o| {
-        !o.metadata.is_deleting() && (settings.count_scaled_down_machine_sets || !scaled_down(o))
-    }) {
-        record(
-            ReferrerKind::MachineSet,
-            &ms.metadata.name,
-            references::of_machine_set(ms),
-        );
-    }
-    // Row 2.
-    for (kind, planes) in [
-        (
-            ReferrerKind::KubeadmControlPlane,
-            &inventory.kubeadm_control_planes,
-        ),
-        (
-            ReferrerKind::RKE2ControlPlane,
-            &inventory.rke2_control_planes,
-        ),
-    ] {
-        for cp in planes.iter().filter(|o| !o.metadata.is_deleting()) {
-            record(kind, &cp.metadata.name, references::of_control_plane(cp));
-        }
-    }
-    // Row 3.
-    for class in inventory
-        .cluster_classes
-        .iter()
-        .filter(|o| !o.metadata.is_deleting())
-    {
-        record(
-            ReferrerKind::ClusterClass,
-            &class.metadata.name,
-            references::of_cluster_class(class),
-        );
-    }
-    // Row 4. Deleting Metal3Machines count: CAPM3 reads nodeReuse while it deletes them, and
-    // their deletion never waits for the template, so counting them only delays.
-    if template.node_reuse && template.reference.kind == METAL3_MACHINE_TEMPLATE {
-        for machine in &inventory.metal3_machines {
-            if references::metal3_machine_cloned_from(machine, &template.reference.name) {
-                found
-                    .entry((ReferrerKind::Metal3Machine, machine.metadata.name.clone()))
-                    .or_default()
-                    .push(format!(
-                        "metadata.annotations[{}]",
-                        crate::capi::CLONED_FROM_NAME
-                    ));
-            }
-        }
-    }
-
-    found
-        .into_iter()
-        .map(|((kind, name), mut fields)| {
-            fields.sort();
-            fields.dedup();
-            Referrer { kind, name, fields }
-        })
-        .collect()
+    /// The state of the Cluster `name` in the template's namespace.
+    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError>;
 }
 
 /// What is known of one owning Cluster.
@@ -268,6 +26,14 @@ pub enum ClusterState {
     Live,
     Deleting,
     Gone,
+}
+
+/// An object that still needs the template, and the fields that name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Referrer {
+    pub kind: &'static ReferrerKind,
+    pub name: String,
+    pub fields: Vec<String>,
 }
 
 /// Why a template may go.
@@ -284,641 +50,584 @@ pub enum Release {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Release(Release),
+    /// Sorted by kind (catalogue order), then name; each referrer's fields sorted.
     Keep(Vec<Referrer>),
 }
 
-/// Row 5, decided before any lookup.
-pub fn before_lookups(template: &Template) -> Option<Decision> {
-    template
-        .moving
-        .then_some(Decision::Release(Release::Moving))
-}
-
-/// With the referrers known: released when there are none; otherwise the owning Clusters decide
-/// (row 6) when the template has any, and `None` says they must be looked up first.
-pub fn after_referrers(template: &Template, referrers: &[Referrer]) -> Option<Decision> {
+/// Decides whether `template` may be deleted.
+pub fn decide(
+    template: &Template,
+    settings: &Settings,
+    lookups: &mut impl Lookups,
+) -> Result<Decision, LookupError> {
+    // Row 5, before any lookup: clusterctl move retries each delete for a bounded time only.
+    if template.moving {
+        return Ok(Decision::Release(Release::Moving));
+    }
+    // Rows 1 to 4.
+    let referrers = referrers_keeping(template, settings, lookups)?;
     if referrers.is_empty() {
-        Some(Decision::Release(Release::Unused))
-    } else if template.cluster_owners.is_empty() {
-        Some(Decision::Keep(referrers.to_vec()))
-    } else {
-        None
+        return Ok(Decision::Release(Release::Unused));
     }
+    // Row 6, read only when something still refers to the template.
+    if every_owning_cluster_is_going(template, lookups)? {
+        return Ok(Decision::Release(Release::ClusterDeleted));
+    }
+    Ok(Decision::Keep(referrers))
 }
 
-/// Row 6: released when every owning Cluster is being deleted or no longer exists.
-pub fn after_clusters(referrers: Vec<Referrer>, clusters: &[ClusterState]) -> Decision {
-    if !clusters.is_empty() && clusters.iter().all(|c| *c != ClusterState::Live) {
-        Decision::Release(Release::ClusterDeleted)
-    } else {
-        Decision::Keep(referrers)
+/// Rows 1 to 4: every object of a kind that can keep the template and whose fields name it. Every
+/// list is read, even after a first referrer, so that the message names them all.
+fn referrers_keeping(
+    template: &Template,
+    settings: &Settings,
+    lookups: &mut impl Lookups,
+) -> Result<Vec<Referrer>, LookupError> {
+    let mut found = Vec::new();
+    for kind in REFERRERS
+        .iter()
+        .filter(|kind| kind.can_keep(template.class, template.node_reuse))
+    {
+        let candidates = match lookups.referrers(kind) {
+            Ok(candidates) => candidates,
+            // An optional provider that is not installed keeps nothing.
+            Err(error) if error.failure == Failure::NotServed && kind.optional => continue,
+            Err(error) => return Err(error),
+        };
+        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for candidate in candidates
+            .iter()
+            .filter(|c| counts(kind, c, settings.count_scaled_down_machine_sets))
+        {
+            for named in &candidate.named {
+                if template.reference.is_named_by(&named.reference) {
+                    by_name
+                        .entry(candidate.name.clone())
+                        .or_default()
+                        .push(named.field.clone());
+                }
+            }
+        }
+        found.extend(by_name.into_iter().map(|(name, mut fields)| {
+            fields.sort();
+            fields.dedup();
+            Referrer { kind, name, fields }
+        }));
     }
+    Ok(found)
+}
+
+/// Whether a listed object can keep anything. Referrers being deleted never count (the topology
+/// controller deletes a MachineSet's templates before it lets the MachineSet go), except kinds
+/// whose deletion never waits for the template. A scaled-down MachineSet keeps nothing unless
+/// `countScaledDownMachineSets` is set.
+fn counts(kind: &ReferrerKind, candidate: &Candidate, count_scaled_down: bool) -> bool {
+    (!candidate.deleting || kind.counts_while_deleting)
+        && !(kind.scaled_down_keeps_nothing && candidate.scaled_down && !count_scaled_down)
+}
+
+/// Row 6: the template has owning Clusters and every one is being deleted or gone.
+fn every_owning_cluster_is_going(
+    template: &Template,
+    lookups: &mut impl Lookups,
+) -> Result<bool, LookupError> {
+    if template.cluster_owners.is_empty() {
+        return Ok(false);
+    }
+    for name in &template.cluster_owners {
+        if lookups.cluster(name)? == ClusterState::Live {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::fixture;
+    use crate::capi::TemplateRef;
+    use crate::catalogue::{self, TemplateClass, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
+    use crate::error::Lookup;
+    use crate::references::NamedTemplate;
     use rstest::rstest;
     use serde_json::json;
-    use ReferrerKind::*;
 
-    const NS: &str = "edge-sites";
+    fn kind(name: &str) -> &'static ReferrerKind {
+        REFERRERS
+            .iter()
+            .find(|k| k.kind() == name)
+            .expect("kind in the catalogue")
+    }
 
-    fn template(kind: &str, name: &str, node_reuse: bool) -> Template {
-        let group = if kind.ends_with("ConfigTemplate") {
-            BOOTSTRAP_GROUP
-        } else {
-            INFRASTRUCTURE_GROUP
-        };
+    /// Answers from memory and records what was asked, in order.
+    #[derive(Default)]
+    struct Memory {
+        lists: BTreeMap<&'static str, Result<Vec<Candidate>, Failure>>,
+        clusters: BTreeMap<String, Result<ClusterState, Failure>>,
+        asked: Vec<String>,
+    }
+
+    fn error(kind: &'static str, failure: Failure) -> LookupError {
+        LookupError {
+            lookup: Lookup::List {
+                api_version: "x/v1beta2".into(),
+                kind,
+                namespace: "ns".into(),
+            },
+            failure,
+            detail: "boom".into(),
+        }
+    }
+
+    impl Lookups for Memory {
+        fn referrers(
+            &mut self,
+            kind: &'static ReferrerKind,
+        ) -> Result<Vec<Candidate>, LookupError> {
+            self.asked.push(kind.kind().to_string());
+            match self.lists.get(kind.kind()) {
+                Some(Ok(list)) => Ok(list.clone()),
+                Some(Err(failure)) => Err(error(kind.kind(), *failure)),
+                None => Ok(vec![]),
+            }
+        }
+
+        fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
+            self.asked.push(format!("Cluster {name}"));
+            match self.clusters.get(name) {
+                Some(Ok(state)) => Ok(*state),
+                Some(Err(failure)) => Err(error("Cluster", *failure)),
+                None => Ok(ClusterState::Gone),
+            }
+        }
+    }
+
+    impl Memory {
+        fn with(mut self, kind: &'static str, candidates: Vec<Candidate>) -> Self {
+            self.lists.insert(kind, Ok(candidates));
+            self
+        }
+
+        fn failing(mut self, kind: &'static str, failure: Failure) -> Self {
+            self.lists.insert(kind, Err(failure));
+            self
+        }
+
+        fn cluster_is(mut self, name: &str, state: Result<ClusterState, Failure>) -> Self {
+            self.clusters.insert(name.into(), state);
+            self
+        }
+    }
+
+    fn template(group: &str, kind: &str, name: &str) -> Template {
         Template {
             reference: TemplateRef {
                 group: group.into(),
                 kind: kind.into(),
                 name: name.into(),
             },
-            namespace: NS.into(),
-            node_reuse,
+            class: catalogue::template_class(group, kind).expect("a guarded kind"),
+            namespace: "ns".into(),
+            node_reuse: false,
             moving: false,
             cluster_owners: vec![],
         }
     }
 
-    fn referrer(kind: ReferrerKind, name: &str, fields: &[&str]) -> Referrer {
-        Referrer {
-            kind,
-            name: name.into(),
-            fields: fields.iter().map(|f| f.to_string()).collect(),
-        }
+    fn metal3(name: &str) -> Template {
+        template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", name)
     }
 
-    fn deleting<T: serde::de::DeserializeOwned>(file: &str) -> T {
-        let mut value: Value = fixture(file);
-        value["metadata"]["deletionTimestamp"] = json!("2026-11-29T10:00:00Z");
-        serde_json::from_value(value).unwrap()
-    }
-
-    fn scaled<T: serde::de::DeserializeOwned>(file: &str, spec: i64, status: Option<i64>) -> T {
-        let mut value: Value = fixture(file);
-        value["spec"]["replicas"] = json!(spec);
-        if let Some(status) = status {
-            value["status"] = json!({"replicas": status});
+    fn names(field: &str, group: &str, kind: &str, name: &str) -> NamedTemplate {
+        NamedTemplate {
+            field: field.into(),
+            reference: serde_json::from_value(
+                json!({"apiGroup": group, "kind": kind, "name": name}),
+            )
+            .unwrap(),
         }
-        serde_json::from_value(value).unwrap()
     }
 
     const INFRA: &str = "spec.template.spec.infrastructureRef";
-    const BOOT: &str = "spec.template.spec.bootstrap.configRef";
 
-    fn keeps(template: &Template, inventory: Inventory, settings: &Settings) -> Vec<Referrer> {
-        find_referrers(template, &inventory, settings)
-    }
-
-    #[rstest]
-    // Row 1: MachineDeployment and MachineSet, both shapes, both reference fields.
-    #[case::row1_md_infra_v1beta1("v1beta1", "Metal3MachineTemplate", "edge-a-workers-7f3c9d2e", vec![referrer(MachineDeployment, "edge-a-md-storage", &[INFRA])])]
-    #[case::row1_md_infra_v1beta2("v1beta2", "Metal3MachineTemplate", "edge-a-workers-7f3c9d2e", vec![referrer(MachineDeployment, "edge-a-md-storage", &[INFRA])])]
-    #[case::row1_md_bootstrap_v1beta1("v1beta1", "KubeadmConfigTemplate", "edge-a-workers-kct-9a4f01", vec![referrer(MachineDeployment, "edge-a-md-storage", &[BOOT])])]
-    #[case::row1_md_bootstrap_v1beta2("v1beta2", "KubeadmConfigTemplate", "edge-a-workers-kct-9a4f01", vec![referrer(MachineDeployment, "edge-a-md-storage", &[BOOT])])]
-    #[case::row1_ms_infra_v1beta1("v1beta1", "Metal3MachineTemplate", "edge-a-workers-1b8e4a60", vec![referrer(MachineSet, "edge-a-md-storage-5f7d9c8b6", &[INFRA])])]
-    #[case::row1_ms_infra_v1beta2("v1beta2", "Metal3MachineTemplate", "edge-a-workers-1b8e4a60", vec![referrer(MachineSet, "edge-a-md-storage-5f7d9c8b6", &[INFRA])])]
-    #[case::row1_ms_bootstrap_v1beta1("v1beta1", "KubeadmConfigTemplate", "edge-a-workers-kct-2c71be", vec![referrer(MachineSet, "edge-a-md-storage-5f7d9c8b6", &[BOOT])])]
-    #[case::row1_ms_bootstrap_v1beta2("v1beta2", "KubeadmConfigTemplate", "edge-a-workers-kct-2c71be", vec![referrer(MachineSet, "edge-a-md-storage-5f7d9c8b6", &[BOOT])])]
-    #[case::unreferenced_name("v1beta2", "Metal3MachineTemplate", "edge-a-workers-00000000", vec![])]
-    #[case::same_name_other_kind("v1beta2", "RKE2ConfigTemplate", "edge-a-workers-kct-9a4f01", vec![])]
-    fn row1_machine_deployments_and_sets(
-        #[case] version: &str,
-        #[case] kind: &str,
-        #[case] name: &str,
-        #[case] expected: Vec<Referrer>,
-    ) {
-        let inventory = Inventory {
-            machine_deployments: vec![fixture(&format!("{version}/04-machinedeployment.json"))],
-            machine_sets: vec![fixture(&format!(
-                "{version}/05-machineset-old-revision.json"
-            ))],
+    fn candidate(name: &str, named: Vec<NamedTemplate>) -> Candidate {
+        Candidate {
+            name: name.into(),
+            named,
             ..Default::default()
-        };
-        assert_eq!(
-            keeps(
-                &template(kind, name, false),
-                inventory,
-                &Settings::default()
-            ),
-            expected
-        );
-    }
-
-    #[rstest]
-    #[case::md_being_deleted_v1beta1("v1beta1")]
-    #[case::md_being_deleted_v1beta2("v1beta2")]
-    fn row1_deleting_referrers_do_not_count(#[case] version: &str) {
-        let inventory = Inventory {
-            machine_deployments: vec![deleting(&format!("{version}/04-machinedeployment.json"))],
-            machine_sets: vec![deleting(&format!(
-                "{version}/05-machineset-old-revision.json"
-            ))],
-            ..Default::default()
-        };
-        for name in ["edge-a-workers-7f3c9d2e", "edge-a-workers-1b8e4a60"] {
-            assert_eq!(
-                keeps(
-                    &template("Metal3MachineTemplate", name, false),
-                    inventory.clone(),
-                    &Settings::default()
-                ),
-                vec![]
-            );
         }
     }
 
-    #[rstest]
-    #[case::scaled_down_ignored(0, Some(0), false, false)]
-    #[case::scaled_down_counted_by_setting(0, Some(0), true, true)]
-    #[case::scaling_down_with_machines_left(0, Some(1), false, true)]
-    #[case::zero_spec_without_status_counts(0, None, false, true)]
-    #[case::running(2, Some(2), false, true)]
-    fn row1_scaled_down_machine_sets(
-        #[case] spec: i64,
-        #[case] status: Option<i64>,
-        #[case] count_scaled_down: bool,
-        #[case] kept: bool,
-    ) {
-        let inventory = Inventory {
-            machine_sets: vec![scaled(
-                "v1beta2/05-machineset-old-revision.json",
-                spec,
-                status,
+    fn naming_t(name: &str) -> Candidate {
+        candidate(
+            name,
+            vec![names(
+                INFRA,
+                INFRASTRUCTURE_GROUP,
+                "Metal3MachineTemplate",
+                "t",
             )],
-            ..Default::default()
-        };
+        )
+    }
+
+    fn kept(decision: Decision) -> Vec<(String, String, Vec<String>)> {
+        match decision {
+            Decision::Keep(referrers) => referrers
+                .into_iter()
+                .map(|r| (r.kind.kind().to_string(), r.name, r.fields))
+                .collect(),
+            Decision::Release(release) => panic!("released: {release:?}"),
+        }
+    }
+
+    fn decide_with(template: &Template, memory: &mut Memory) -> Result<Decision, LookupError> {
+        decide(template, &Settings::default(), memory)
+    }
+
+    #[test]
+    fn row1_a_machine_deployment_keeps_its_template() {
+        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+        assert_eq!(
+            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
+            vec![("MachineDeployment".into(), "md".into(), vec![INFRA.into()])]
+        );
+    }
+
+    #[test]
+    fn row1_a_machine_set_being_deleted_keeps_nothing() {
+        let mut deleting = naming_t("ms");
+        deleting.deleting = true;
+        let mut memory = Memory::default().with("MachineSet", vec![deleting]);
+        assert_eq!(
+            decide_with(&metal3("t"), &mut memory),
+            Ok(Decision::Release(Release::Unused))
+        );
+    }
+
+    #[rstest]
+    #[case::scaled_down_released(true, false, false)]
+    #[case::scaled_down_counted_by_setting(true, true, true)]
+    #[case::running_kept(false, false, true)]
+    fn row1_scaled_down_machine_sets(
+        #[case] scaled_down: bool,
+        #[case] count_scaled_down: bool,
+        #[case] is_kept: bool,
+    ) {
+        let mut ms = naming_t("ms");
+        ms.scaled_down = scaled_down;
+        let mut memory = Memory::default().with("MachineSet", vec![ms]);
         let settings = Settings {
             count_scaled_down_machine_sets: count_scaled_down,
-            ..Default::default()
+            ..Settings::default()
         };
-        let found = keeps(
-            &template("Metal3MachineTemplate", "edge-a-workers-1b8e4a60", false),
-            inventory,
-            &settings,
-        );
-        assert_eq!(!found.is_empty(), kept, "{found:?}");
+        let decision = decide(&metal3("t"), &settings, &mut memory).unwrap();
+        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
     }
 
     #[test]
     fn row1_scaled_down_machine_deployment_still_counts() {
-        let inventory = Inventory {
-            machine_deployments: vec![scaled("v1beta2/04-machinedeployment.json", 0, Some(0))],
-            ..Default::default()
-        };
-        assert_eq!(
-            keeps(
-                &template("Metal3MachineTemplate", "edge-a-workers-7f3c9d2e", false),
-                inventory,
-                &Settings::default()
-            ),
-            vec![referrer(MachineDeployment, "edge-a-md-storage", &[INFRA])]
-        );
+        let mut md = naming_t("md");
+        md.scaled_down = true;
+        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
+        assert!(matches!(
+            decide_with(&metal3("t"), &mut memory),
+            Ok(Decision::Keep(_))
+        ));
     }
 
     #[rstest]
-    #[case::kcp_v1beta1(
-        "v1beta1/07-kubeadmcontrolplane.json",
-        KubeadmControlPlane,
-        "edge-a-cp-5d21c0aa",
-        "edge-a-cp",
-        "spec.machineTemplate.infrastructureRef"
-    )]
-    #[case::kcp_v1beta2(
-        "v1beta2/08-kubeadmcontrolplane.json",
-        KubeadmControlPlane,
-        "edge-a-cp-5d21c0aa",
-        "edge-a-cp",
-        "spec.machineTemplate.spec.infrastructureRef"
-    )]
-    #[case::rke2_v1beta1(
-        "v1beta1/08-rke2controlplane.json",
-        RKE2ControlPlane,
-        "edge-b-cp-0c7e11f2",
-        "edge-b-cp",
-        "spec.machineTemplate.infrastructureRef"
-    )]
-    #[case::rke2_v1beta1_deprecated_field(
-        "v1beta1/09-rke2controlplane-legacy-infraref.json",
-        RKE2ControlPlane,
-        "edge-c-cp-9b02d4e1",
-        "edge-c-cp",
-        "spec.infrastructureRef"
-    )]
-    #[case::rke2_v1beta2(
-        "v1beta2/10-rke2controlplane.json",
-        RKE2ControlPlane,
-        "edge-b-cp-0c7e11f2",
-        "edge-b-cp",
-        "spec.machineTemplate.spec.infrastructureRef"
-    )]
-    fn row2_control_planes(
-        #[case] file: &str,
-        #[case] kind: ReferrerKind,
-        #[case] template_name: &str,
+    #[case::same_everything(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t", true)]
+    #[case::other_name(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "u", false)]
+    #[case::other_kind(INFRASTRUCTURE_GROUP, "AWSMachineTemplate", "t", false)]
+    #[case::other_group("infrastructure.example.com", "Metal3MachineTemplate", "t", false)]
+    fn row1_a_reference_names_kind_name_and_group(
+        #[case] group: &str,
+        #[case] kind_name: &str,
         #[case] name: &str,
-        #[case] field: &str,
+        #[case] is_kept: bool,
     ) {
-        let plane: ControlPlane = fixture(file);
-        let inventory = |plane: ControlPlane| match kind {
-            KubeadmControlPlane => Inventory {
-                kubeadm_control_planes: vec![plane],
-                ..Default::default()
-            },
-            _ => Inventory {
-                rke2_control_planes: vec![plane],
-                ..Default::default()
-            },
-        };
-        let t = template("Metal3MachineTemplate", template_name, false);
-        assert_eq!(
-            keeps(&t, inventory(plane), &Settings::default()),
-            vec![referrer(kind, name, &[field])]
+        let mut memory = Memory::default().with(
+            "MachineSet",
+            vec![candidate("ms", vec![names(INFRA, group, kind_name, name)])],
         );
-        let gone: ControlPlane = deleting(file);
-        assert_eq!(keeps(&t, inventory(gone), &Settings::default()), vec![]);
+        let decision = decide_with(&metal3("t"), &mut memory).unwrap();
+        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
     }
 
     #[test]
-    fn row2_rke2_naming_the_template_twice_is_listed_once() {
-        let mut value: Value = fixture("v1beta1/08-rke2controlplane.json");
-        value["spec"]["infrastructureRef"] =
-            value["spec"]["machineTemplate"]["infrastructureRef"].clone();
-        let inventory = Inventory {
-            rke2_control_planes: vec![serde_json::from_value(value).unwrap()],
-            ..Default::default()
-        };
+    fn row2_a_control_plane_keeps_its_machine_template() {
+        let mut memory = Memory::default().with("RKE2ControlPlane", vec![naming_t("cp")]);
         assert_eq!(
-            keeps(
-                &template("Metal3MachineTemplate", "edge-b-cp-0c7e11f2", false),
-                inventory,
-                &Settings::default()
-            ),
-            vec![referrer(
-                RKE2ControlPlane,
-                "edge-b-cp",
-                &[
-                    "spec.infrastructureRef",
-                    "spec.machineTemplate.infrastructureRef"
-                ]
-            )]
+            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
+            vec![("RKE2ControlPlane".into(), "cp".into(), vec![INFRA.into()])]
         );
     }
 
     #[rstest]
-    #[case::cp_machines_v1beta1(
-        "v1beta1",
-        "Metal3MachineTemplate",
-        "metal3-kubeadm-cp-machines",
-        "spec.controlPlane.machineInfrastructure.ref"
-    )]
-    #[case::cp_machines_v1beta2(
-        "v1beta2",
-        "Metal3MachineTemplate",
-        "metal3-kubeadm-cp-machines",
-        "spec.controlPlane.machineInfrastructure.templateRef"
-    )]
-    #[case::worker_infra_v1beta1(
-        "v1beta1",
-        "Metal3MachineTemplate",
-        "metal3-kubeadm-storage-machines",
-        "spec.workers.machineDeployments[class=storage].template.infrastructure.ref"
-    )]
-    #[case::worker_infra_v1beta2(
-        "v1beta2",
-        "Metal3MachineTemplate",
-        "metal3-kubeadm-storage-machines",
-        "spec.workers.machineDeployments[class=storage].infrastructure.templateRef"
-    )]
-    #[case::worker_bootstrap_v1beta1(
-        "v1beta1",
-        "KubeadmConfigTemplate",
-        "metal3-kubeadm-storage-bootstrap",
-        "spec.workers.machineDeployments[class=storage].template.bootstrap.ref"
-    )]
-    #[case::worker_bootstrap_v1beta2(
-        "v1beta2",
-        "KubeadmConfigTemplate",
-        "metal3-kubeadm-storage-bootstrap",
-        "spec.workers.machineDeployments[class=storage].bootstrap.templateRef"
-    )]
-    fn row3_cluster_classes(
-        #[case] version: &str,
-        #[case] kind: &str,
-        #[case] name: &str,
-        #[case] field: &str,
+    #[case::optional_control_plane_not_installed("KubeadmControlPlane", Failure::NotServed, true)]
+    #[case::capi_not_served("MachineSet", Failure::NotServed, false)]
+    #[case::control_plane_wrong_version("KubeadmControlPlane", Failure::WrongVersion { setting: catalogue::VersionSetting::ControlPlane, served: catalogue::Version::V1beta1 }, false)]
+    #[case::control_plane_denied("KubeadmControlPlane", Failure::AccessDenied, false)]
+    #[case::unreadable_list("ClusterClass", Failure::Unreadable, false)]
+    fn row2_only_an_optional_kind_not_served_counts_as_none(
+        #[case] failing: &'static str,
+        #[case] failure: Failure,
+        #[case] forgiven: bool,
     ) {
-        let file = if version == "v1beta1" {
-            "v1beta1/11-clusterclass.json"
+        let mut memory = Memory::default().failing(failing, failure);
+        let decision = decide_with(&metal3("t"), &mut memory);
+        if forgiven {
+            assert_eq!(decision, Ok(Decision::Release(Release::Unused)));
         } else {
-            "v1beta2/13-clusterclass.json"
-        };
-        let t = template(kind, name, false);
-        let live = Inventory {
-            cluster_classes: vec![fixture(file)],
-            ..Default::default()
-        };
-        assert_eq!(
-            keeps(&t, live, &Settings::default()),
-            vec![referrer(ClusterClass, "metal3-kubeadm", &[field])]
-        );
-        let gone = Inventory {
-            cluster_classes: vec![deleting(file)],
-            ..Default::default()
-        };
-        assert_eq!(keeps(&t, gone, &Settings::default()), vec![]);
-    }
-
-    fn metal3_machines(version: &str) -> Vec<MetadataOnly> {
-        vec![
-            fixture(&format!("{version}/06-metal3machine-worker.json")),
-            deleting(&format!("{version}/06-metal3machine-worker.json")),
-        ]
-    }
-
-    #[rstest]
-    #[case::node_reuse_v1beta1("v1beta1", true, 1)]
-    #[case::node_reuse_v1beta2("v1beta2", true, 1)]
-    #[case::no_node_reuse("v1beta2", false, 0)]
-    fn row4_metal3_machines(#[case] version: &str, #[case] node_reuse: bool, #[case] kept: usize) {
-        let t = template(
-            "Metal3MachineTemplate",
-            "edge-a-workers-1b8e4a60",
-            node_reuse,
-        );
-        // The same machine twice, once being deleted: deleting machines count too, and a name
-        // appears once.
-        let inventory = Inventory {
-            metal3_machines: metal3_machines(version),
-            ..Default::default()
-        };
-        let found = keeps(&t, inventory, &Settings::default());
-        assert_eq!(found.len(), kept, "{found:?}");
-        if kept == 1 {
-            assert_eq!(
-                found[0],
-                referrer(
-                    Metal3Machine,
-                    "edge-a-md-storage-5f7d9c8b6-x7k2p",
-                    &["metadata.annotations[cluster.x-k8s.io/cloned-from-name]"]
-                )
-            );
+            assert_eq!(decision.unwrap_err().failure, failure);
         }
     }
 
-    #[test]
-    fn row4_only_for_metal3_machine_templates() {
-        // A bootstrap template with the machine's cloned-from name is not kept by it.
-        let mut t = template("KubeadmConfigTemplate", "edge-a-workers-1b8e4a60", false);
-        t.node_reuse = true;
-        let inventory = Inventory {
-            metal3_machines: metal3_machines("v1beta2"),
-            ..Default::default()
-        };
-        assert_eq!(keeps(&t, inventory, &Settings::default()), vec![]);
+    #[rstest]
+    #[case::infrastructure_cluster_template(
+        INFRASTRUCTURE_GROUP,
+        "Metal3ClusterTemplate",
+        "spec.infrastructure.templateRef"
+    )]
+    #[case::control_plane_template(
+        "controlplane.cluster.x-k8s.io",
+        "KubeadmControlPlaneTemplate",
+        "spec.controlPlane.templateRef"
+    )]
+    #[case::managed_control_plane_template(
+        INFRASTRUCTURE_GROUP,
+        "AzureManagedControlPlaneTemplate",
+        "spec.controlPlane.ref"
+    )]
+    #[case::machine_pool_template(
+        INFRASTRUCTURE_GROUP,
+        "DockerMachinePoolTemplate",
+        "spec.workers.machinePools[class=p].infrastructure.templateRef"
+    )]
+    fn row3_cluster_class_templates_are_kept_by_cluster_classes_only(
+        #[case] group: &str,
+        #[case] kind_name: &str,
+        #[case] field: &str,
+    ) {
+        let mut memory = Memory::default().with(
+            "ClusterClass",
+            vec![candidate("cc", vec![names(field, group, kind_name, "t")])],
+        );
+        let t = template(group, kind_name, "t");
+        assert_eq!(
+            kept(decide_with(&t, &mut memory).unwrap()),
+            vec![("ClusterClass".into(), "cc".into(), vec![field.into()])]
+        );
+        assert_eq!(memory.asked, vec!["ClusterClass"]);
     }
 
     #[test]
-    fn templates_cloned_from_a_class_template_are_not_machines() {
-        // A topology-owned template carries cloned-from-* too; only Metal3Machines are listed as
-        // machines, so it never keeps the class template.
-        let t = template(
-            "Metal3MachineTemplate",
-            "metal3-kubeadm-storage-machines",
-            true,
+    fn row3_a_cluster_class_being_deleted_releases_its_templates() {
+        let mut cc = candidate(
+            "cc",
+            vec![names(
+                "spec.infrastructure.ref",
+                INFRASTRUCTURE_GROUP,
+                "Metal3ClusterTemplate",
+                "t",
+            )],
         );
-        let copy: MetadataOnly =
-            fixture("admission/topology-cloned-metal3machinetemplate.v1beta2.json");
-        assert!(references::metal3_machine_cloned_from(
-            &copy,
-            &t.reference.name
-        ));
-        // It is never in the Metal3Machine list, so no lookup returns it: an empty inventory.
+        cc.deleting = true;
+        let mut memory = Memory::default().with("ClusterClass", vec![cc]);
+        let t = template(INFRASTRUCTURE_GROUP, "Metal3ClusterTemplate", "t");
         assert_eq!(
-            keeps(&t, Inventory::default(), &Settings::default()),
-            vec![]
+            decide_with(&t, &mut memory),
+            Ok(Decision::Release(Release::Unused))
         );
+    }
+
+    fn cloned_from_t(name: &str, deleting: bool) -> Candidate {
+        let mut c = candidate(
+            name,
+            vec![names(
+                "metadata.annotations[cluster.x-k8s.io/cloned-from-name]",
+                INFRASTRUCTURE_GROUP,
+                "Metal3MachineTemplate",
+                "t",
+            )],
+        );
+        c.deleting = deleting;
+        c
     }
 
     #[rstest]
-    #[case::no_spec(json!({"metadata": {"name": "ms"}}))]
-    #[case::reference_without_name(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"kind": "Metal3MachineTemplate"}}}}}))]
-    #[case::reference_without_kind(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"name": "t"}}}}}))]
-    #[case::null_reference(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": null}}}}))]
-    #[case::reference_of_other_group(json!({"metadata": {"name": "ms"}, "spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "example.com", "kind": "Metal3MachineTemplate", "name": "t"}}}}}))]
-    fn incomplete_referrers_name_nothing(#[case] object: Value) {
-        let referrer: MachineSetLike = serde_json::from_value(object).unwrap();
-        let inventory = Inventory {
-            machine_deployments: vec![referrer.clone()],
-            machine_sets: vec![referrer],
-            ..Default::default()
-        };
+    #[case::node_reuse_live_machine(true, false, true)]
+    #[case::node_reuse_deleting_machine(true, true, true)]
+    #[case::no_node_reuse(false, false, false)]
+    fn row4_metal3_machines_keep_a_node_reuse_template(
+        #[case] node_reuse: bool,
+        #[case] deleting: bool,
+        #[case] is_kept: bool,
+    ) {
+        let mut t = metal3("t");
+        t.node_reuse = node_reuse;
+        let mut memory =
+            Memory::default().with("Metal3Machine", vec![cloned_from_t("m", deleting)]);
+        let decision = decide_with(&t, &mut memory).unwrap();
+        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
         assert_eq!(
-            keeps(
-                &template("Metal3MachineTemplate", "t", false),
-                inventory,
-                &Settings::default()
-            ),
-            vec![]
+            memory.asked.contains(&"Metal3Machine".to_string()),
+            node_reuse
         );
     }
 
     #[test]
-    fn referrers_are_sorted_by_kind_then_name() {
-        let mut second: Value = fixture("v1beta2/04-machinedeployment.json");
-        second["metadata"]["name"] = json!("a-first");
-        let inventory = Inventory {
-            machine_deployments: vec![
-                fixture("v1beta2/04-machinedeployment.json"),
-                serde_json::from_value(second).unwrap(),
-            ],
-            cluster_classes: vec![serde_json::from_value(json!({"metadata": {"name": "c"}, "spec": {"controlPlane": {"machineInfrastructure": {"templateRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-7f3c9d2e"}}}}})).unwrap()],
-            ..Default::default()
-        };
-        let names: Vec<(ReferrerKind, String)> = keeps(
-            &template("Metal3MachineTemplate", "edge-a-workers-7f3c9d2e", false),
-            inventory,
-            &Settings::default(),
-        )
-        .into_iter()
-        .map(|r| (r.kind, r.name))
-        .collect();
+    fn rows_1_to_4_read_only_the_kinds_that_can_name_the_template() {
+        let mut memory = Memory::default();
+        let mut t = metal3("t");
+        t.node_reuse = true;
+        decide_with(&t, &mut memory).unwrap();
         assert_eq!(
-            names,
+            memory.asked,
             vec![
-                (MachineDeployment, "a-first".to_string()),
-                (MachineDeployment, "edge-a-md-storage".to_string()),
-                (ClusterClass, "c".to_string()),
+                "MachineDeployment",
+                "MachineSet",
+                "KubeadmControlPlane",
+                "RKE2ControlPlane",
+                "ClusterClass",
+                "Metal3Machine"
+            ]
+        );
+        let mut memory = Memory::default();
+        decide_with(
+            &template(BOOTSTRAP_GROUP, "TalosConfigTemplate", "t"),
+            &mut memory,
+        )
+        .unwrap();
+        assert_eq!(
+            memory.asked,
+            vec!["MachineDeployment", "MachineSet", "ClusterClass"]
+        );
+        let mut memory = Memory::default();
+        decide_with(
+            &template(INFRASTRUCTURE_GROUP, "OpenStackMachineTemplate", "t"),
+            &mut memory,
+        )
+        .unwrap();
+        assert_eq!(
+            memory.asked,
+            vec![
+                "MachineDeployment",
+                "MachineSet",
+                "KubeadmControlPlane",
+                "RKE2ControlPlane",
+                "ClusterClass"
             ]
         );
     }
 
-    #[rstest]
-    #[case::metal3_with_reuse("Metal3MachineTemplate", true, vec![MachineDeployment, MachineSet, KubeadmControlPlane, RKE2ControlPlane, ClusterClass, Metal3Machine])]
-    #[case::metal3_without_reuse("Metal3MachineTemplate", false, vec![MachineDeployment, MachineSet, KubeadmControlPlane, RKE2ControlPlane, ClusterClass])]
-    #[case::other_provider("AWSMachineTemplate", false, vec![MachineDeployment, MachineSet, KubeadmControlPlane, RKE2ControlPlane, ClusterClass])]
-    #[case::bootstrap("KubeadmConfigTemplate", false, vec![MachineDeployment, MachineSet, ClusterClass])]
-    fn lookups_follow_the_template(
-        #[case] kind: &str,
-        #[case] node_reuse: bool,
-        #[case] expected: Vec<ReferrerKind>,
-    ) {
-        assert_eq!(referrer_kinds(&template(kind, "t", node_reuse)), expected);
-    }
-
-    #[rstest]
-    #[case::metal3("infrastructure.cluster.x-k8s.io", "Metal3MachineTemplate", true)]
-    #[case::any_infra_provider("infrastructure.cluster.x-k8s.io", "VSphereMachineTemplate", true)]
-    #[case::kubeadm("bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate", true)]
-    #[case::rke2("bootstrap.cluster.x-k8s.io", "RKE2ConfigTemplate", true)]
-    #[case::machine("infrastructure.cluster.x-k8s.io", "Metal3Machine", false)]
-    #[case::cluster_template("infrastructure.cluster.x-k8s.io", "Metal3ClusterTemplate", false)]
-    #[case::kubeadm_config("bootstrap.cluster.x-k8s.io", "KubeadmConfig", false)]
-    #[case::wrong_group("example.com", "Metal3MachineTemplate", false)]
-    #[case::control_plane_template(
-        "controlplane.cluster.x-k8s.io",
-        "KubeadmControlPlaneTemplate",
-        false
-    )]
-    fn protected_kinds(#[case] group: &str, #[case] kind: &str, #[case] protected: bool) {
-        assert_eq!(is_protected(group, kind), protected);
-    }
-
-    #[rstest]
-    #[case::helm_owned("v1beta2/01-metal3machinetemplate-workers.json", true, false, vec!["edge-a"])]
-    #[case::no_owner_v1beta1("v1beta1/01-metal3machinetemplate-workers.json", true, false, vec![])]
-    #[case::moved("admission/metal3machinetemplate-delete-for-move.oldObject.v1beta2.json", true, true, vec!["edge-a"])]
-    fn template_from_old_object(
-        #[case] file: &str,
-        #[case] node_reuse: bool,
-        #[case] moving: bool,
-        #[case] owners: Vec<&str>,
-    ) {
-        let t = Template::from_old_object(
-            INFRASTRUCTURE_GROUP,
-            "Metal3MachineTemplate",
-            "",
-            NS,
-            &fixture(file),
-        )
-        .unwrap();
-        assert_eq!(t.node_reuse, node_reuse);
-        assert_eq!(t.moving, moving);
-        assert_eq!(t.cluster_owners, owners);
-        assert_eq!(t.reference.name, "edge-a-workers-7f3c9d2e");
-    }
-
     #[test]
-    fn owners_that_are_not_capi_clusters_are_ignored() {
-        let object = json!({"metadata": {"name": "t", "ownerReferences": [
-            {"apiVersion": "example.com/v1", "kind": "Cluster", "name": "x"},
-            {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "y"},
-            {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "z"}
-        ]}});
-        let t = Template::from_old_object(
-            INFRASTRUCTURE_GROUP,
-            "Metal3MachineTemplate",
-            "t",
-            NS,
-            &object,
-        )
-        .unwrap();
-        assert_eq!(t.cluster_owners, vec!["z"]);
-    }
-
-    #[test]
-    fn node_reuse_only_means_something_on_metal3_templates() {
-        let object = json!({"metadata": {"name": "t"}, "spec": {"nodeReuse": true}});
-        let t =
-            Template::from_old_object(INFRASTRUCTURE_GROUP, "AWSMachineTemplate", "t", NS, &object)
-                .unwrap();
-        assert!(!t.node_reuse);
-    }
-
-    #[rstest]
-    #[case::missing(Value::Null, "the request carries no oldObject")]
-    #[case::not_an_object(json!("x"), "the request carries no oldObject")]
-    #[case::bad_metadata(json!({"metadata": {"annotations": ["a"]}}), "its oldObject cannot be read (invalid type: sequence, expected a map)")]
-    #[case::no_name(json!({"metadata": {}}), "neither the request nor its oldObject names the template")]
-    fn malformed_old_objects(#[case] object: Value, #[case] problem: &str) {
+    fn referrers_are_sorted_by_kind_then_name_with_sorted_fields() {
+        let both = candidate(
+            "b",
+            vec![
+                names(INFRA, INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t"),
+                names(
+                    "spec.infrastructureRef",
+                    INFRASTRUCTURE_GROUP,
+                    "Metal3MachineTemplate",
+                    "t",
+                ),
+                names(INFRA, INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t"),
+            ],
+        );
+        let mut memory = Memory::default()
+            .with("ClusterClass", vec![naming_t("a")])
+            .with("MachineSet", vec![naming_t("z"), naming_t("a")])
+            .with("RKE2ControlPlane", vec![both]);
         assert_eq!(
-            Template::from_old_object(
-                INFRASTRUCTURE_GROUP,
-                "Metal3MachineTemplate",
-                "",
-                NS,
-                &object
-            ),
-            Err(problem.to_string())
+            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
+            vec![
+                ("MachineSet".into(), "a".into(), vec![INFRA.into()]),
+                ("MachineSet".into(), "z".into(), vec![INFRA.into()]),
+                (
+                    "RKE2ControlPlane".into(),
+                    "b".into(),
+                    vec!["spec.infrastructureRef".into(), INFRA.into()]
+                ),
+                ("ClusterClass".into(), "a".into(), vec![INFRA.into()]),
+            ]
         );
     }
 
     #[test]
-    fn name_falls_back_to_the_request() {
-        let t = Template::from_old_object(
-            INFRASTRUCTURE_GROUP,
-            "Metal3MachineTemplate",
-            "req",
-            NS,
-            &json!({}),
-        )
-        .unwrap();
-        assert_eq!(t.reference.name, "req");
-    }
-
-    #[test]
-    fn row5_move_is_released_before_lookups() {
-        let mut t = template("Metal3MachineTemplate", "t", true);
-        assert_eq!(before_lookups(&t), None);
+    fn row5_move_is_released_before_any_lookup() {
+        let mut t = metal3("t");
         t.moving = true;
-        assert_eq!(before_lookups(&t), Some(Decision::Release(Release::Moving)));
-    }
-
-    #[test]
-    fn unused_template_is_released_without_cluster_lookup() {
-        let mut t = template("Metal3MachineTemplate", "t", true);
-        t.cluster_owners = vec!["edge-a".into()];
+        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
         assert_eq!(
-            after_referrers(&t, &[]),
-            Some(Decision::Release(Release::Unused))
+            decide_with(&t, &mut memory),
+            Ok(Decision::Release(Release::Moving))
         );
-    }
-
-    #[test]
-    fn used_template_without_cluster_owner_is_kept() {
-        let t = template("Metal3MachineTemplate", "t", true);
-        let r = vec![referrer(MachineSet, "ms", &[INFRA])];
-        assert_eq!(after_referrers(&t, &r), Some(Decision::Keep(r.clone())));
-    }
-
-    #[test]
-    fn used_template_with_cluster_owner_needs_the_clusters() {
-        let mut t = template("Metal3MachineTemplate", "t", true);
-        t.cluster_owners = vec!["edge-a".into()];
-        assert_eq!(
-            after_referrers(&t, &[referrer(MachineSet, "ms", &[INFRA])]),
-            None
-        );
+        assert!(memory.asked.is_empty());
     }
 
     #[rstest]
-    #[case::owner_deleting(vec![ClusterState::Deleting], true)]
-    #[case::owner_gone(vec![ClusterState::Gone], true)]
-    #[case::owners_deleting_and_gone(vec![ClusterState::Deleting, ClusterState::Gone], true)]
-    #[case::owner_live(vec![ClusterState::Live], false)]
-    #[case::one_owner_live(vec![ClusterState::Deleting, ClusterState::Live], false)]
-    #[case::no_owner_known(vec![], false)]
-    fn row6_owning_clusters(#[case] clusters: Vec<ClusterState>, #[case] released: bool) {
-        let r = vec![referrer(MachineSet, "ms", &[INFRA])];
-        let expected = if released {
-            Decision::Release(Release::ClusterDeleted)
-        } else {
-            Decision::Keep(r.clone())
-        };
-        assert_eq!(after_clusters(r, &clusters), expected);
+    #[case::one_deleting(vec![("c", Ok(ClusterState::Deleting))], Ok(true))]
+    #[case::one_gone(vec![("c", Ok(ClusterState::Gone))], Ok(true))]
+    #[case::one_live(vec![("c", Ok(ClusterState::Live))], Ok(false))]
+    #[case::one_of_two_live(vec![("a", Ok(ClusterState::Deleting)), ("b", Ok(ClusterState::Live))], Ok(false))]
+    #[case::lookup_fails(vec![("c", Err(Failure::Other))], Err(Failure::Other))]
+    fn row6_owning_clusters(
+        #[case] clusters: Vec<(&str, Result<ClusterState, Failure>)>,
+        #[case] released: Result<bool, Failure>,
+    ) {
+        let mut t = metal3("t");
+        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+        for (name, state) in clusters {
+            t.cluster_owners.push(name.into());
+            memory = memory.cluster_is(name, state);
+        }
+        let decision = decide_with(&t, &mut memory);
+        assert_eq!(
+            decision
+                .map(|d| d == Decision::Release(Release::ClusterDeleted))
+                .map_err(|e| e.failure),
+            released
+        );
+    }
+
+    #[test]
+    fn row6_clusters_are_read_only_when_something_refers_to_the_template() {
+        let mut t = metal3("t");
+        t.cluster_owners = vec!["c".into()];
+        let mut memory = Memory::default();
+        assert_eq!(
+            decide_with(&t, &mut memory),
+            Ok(Decision::Release(Release::Unused))
+        );
+        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
+    }
+
+    #[test]
+    fn row6_without_cluster_owners_keeps_without_a_cluster_lookup() {
+        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+        assert!(matches!(
+            decide_with(&metal3("t"), &mut memory),
+            Ok(Decision::Keep(_))
+        ));
+        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
+    }
+
+    #[test]
+    fn every_template_class_has_a_referrer() {
+        for class in [
+            TemplateClass::Machine,
+            TemplateClass::MachinePool,
+            TemplateClass::Cluster,
+            TemplateClass::ControlPlane,
+            TemplateClass::Bootstrap,
+        ] {
+            assert!(
+                REFERRERS.iter().any(|k| k.can_keep(class, false)),
+                "{class:?}"
+            );
+        }
+        assert!(kind("Metal3Machine").only_node_reuse);
     }
 }

@@ -1,30 +1,35 @@
-//! capi-template-guard: a Kubewarden policy that refuses to delete Cluster API machine and
-//! bootstrap templates while something still needs them, and records the node-reuse and
-//! cleaning intent of a Metal3MachineTemplate on every Metal3Machine created from it.
+//! capi-template-guard: a Kubewarden policy that refuses to delete Cluster API templates while
+//! something still needs them, and records the node-reuse and cleaning intent of a
+//! Metal3MachineTemplate on every Metal3Machine created from it.
 //!
 //! This file only wires the waPC entry points and turns an [`admission::Outcome`] into the
-//! response the host expects; the logic lives in the modules below.
+//! response the host expects; the logic lives in the modules below, all private to the crate.
 
-pub mod admission;
-pub mod capi;
-pub mod cluster;
-pub mod decision;
-pub mod message;
-pub mod mutation;
-pub mod references;
-pub mod settings;
+mod admission;
+mod capi;
+mod catalogue;
+mod cluster;
+mod decision;
+mod error;
+mod lookups;
+mod message;
+mod mutation;
+mod references;
+mod settings;
 #[cfg(test)]
 mod testing;
 
+use kubewarden_policy_sdk::logging;
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
-use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 use serde_json::Value;
 
 use admission::Outcome;
 use cluster::{Cluster, Host};
+use error::Error;
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
@@ -40,14 +45,14 @@ fn validate(payload: &[u8]) -> CallResult {
 /// Settings are checked here rather than through the SDK helper so that a settings payload that
 /// cannot be parsed also gets a readable sentence instead of a waPC error.
 fn validate_settings(payload: &[u8]) -> CallResult {
-    let response = match settings::parse_and_validate(payload) {
+    let response = match settings::parse_payload(payload) {
         Ok(_) => SettingsValidationResponse {
             valid: true,
             message: None,
         },
-        Err(message) => SettingsValidationResponse {
+        Err(error) => SettingsValidationResponse {
             valid: false,
-            message: Some(message),
+            message: Some(message::describe(&error)),
         },
     };
     Ok(serde_json::to_vec(&response)?)
@@ -55,7 +60,14 @@ fn validate_settings(payload: &[u8]) -> CallResult {
 
 fn response(outcome: Outcome) -> ValidationResponse {
     let (accepted, message, code, mutated_object, warnings) = match outcome {
-        Outcome::Accept { warnings } => (true, None, None, None, warnings),
+        Outcome::Accept { warnings, reason } => {
+            if let Some(reason) = reason {
+                // The policy server's log says why a deletion went through.
+                let log = slog::Logger::root(logging::KubewardenDrain::new(), slog::o!());
+                slog::info!(log, "{}", reason);
+            }
+            (true, None, None, None, warnings)
+        }
         Outcome::Mutate { object } => (true, None, None, Some(object), vec![]),
         Outcome::Reject { message, code } => (false, Some(message), Some(code), None, vec![]),
     };
@@ -74,23 +86,18 @@ fn outcome(payload: &[u8], cluster: &dyn Cluster) -> Outcome {
         Ok(request) => request,
         Err(e) => {
             return Outcome::Reject {
-                message: message::unreadable_request(&e.to_string()),
+                message: message::unreadable_request(&Error::UnreadableRequest(e.to_string())),
                 code: admission::CODE_BAD_REQUEST,
             }
         }
     };
-    let settings = match settings::Settings::try_from(request.settings)
-        .and_then(|settings| settings.validate().map(|()| settings))
-    {
-        Ok(settings) => settings,
-        Err(problem) => {
-            return Outcome::Reject {
-                message: message::invalid_settings(&problem),
-                code: admission::CODE_BAD_REQUEST,
-            }
-        }
-    };
-    admission::evaluate(&request.request, &settings, cluster)
+    match settings::parse_and_validate(request.settings) {
+        Ok(settings) => admission::evaluate(&request.request, &settings, cluster),
+        Err(error) => Outcome::Reject {
+            message: message::invalid_settings(&error),
+            code: admission::CODE_BAD_REQUEST,
+        },
+    }
 }
 
 fn respond(payload: &[u8], cluster: &dyn Cluster) -> CallResult {

@@ -1,11 +1,15 @@
 //! Every sentence the policy shows a user: deterministic (sorted, bounded) and saying what to do.
 
-use crate::capi::{group_of, CAPI_GROUP, CONTROL_PLANE_GROUP, INFRASTRUCTURE_GROUP};
-use crate::cluster::{Failure, LookupError};
-use crate::decision::{Referrer, ReferrerKind, Template};
+use crate::capi::{group_of, Template};
+use crate::catalogue::{Advice, ReferrerKind};
+use crate::decision::{Referrer, Release};
+use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError};
+use crate::settings::KNOWN;
 
 /// Names shown per kind before "and K more".
 pub const MAX_NAMES_PER_KIND: usize = 3;
+/// Kubernetes may cut an admission warning longer than this.
+pub const MAX_WARNING: usize = 256;
 
 fn template_name(template: &Template) -> String {
     format!(
@@ -14,26 +18,27 @@ fn template_name(template: &Template) -> String {
     )
 }
 
-fn plural_kind(kind: ReferrerKind, count: usize) -> String {
-    match (kind, count) {
-        (_, 1) => kind.to_string(),
-        (ReferrerKind::ClusterClass, _) => "ClusterClasses".to_string(),
+fn plural_kind(kind: &ReferrerKind, count: usize) -> String {
+    let kind = kind.kind();
+    match count {
+        1 => kind.to_string(),
+        _ if kind.ends_with("ss") => format!("{kind}es"),
         _ => format!("{kind}s"),
     }
 }
 
-/// The resource name RBAC rules use for a kind (`MachineSet` -> `machinesets`).
-pub fn resource_name(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    if lower.ends_with('s') {
-        format!("{lower}es")
-    } else {
-        format!("{lower}s")
+/// Cuts `text` to at most `max` characters, marking the cut.
+pub fn bounded(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
     }
+    let mut cut: String = text.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// "MachineSets a, b (f) and 2 more": one group of referrers of the same kind.
-fn describe_group(kind: ReferrerKind, group: &[&Referrer]) -> String {
+fn describe_group(group: &[&Referrer]) -> String {
     let shown = &group[..group.len().min(MAX_NAMES_PER_KIND)];
     let same_fields = shown.iter().all(|r| r.fields == shown[0].fields);
     let mut names: Vec<String> = shown
@@ -62,79 +67,117 @@ fn describe_group(kind: ReferrerKind, group: &[&Referrer]) -> String {
     } else {
         String::new()
     };
-    format!("{} {list}{fields}", plural_kind(kind, group.len()))
+    format!("{} {list}{fields}", plural_kind(shown[0].kind, group.len()))
 }
 
-/// The rejection of a template that is still in use. `referrers` must be sorted (kind, name).
+fn advice(advice: Advice) -> &'static str {
+    match advice {
+        Advice::Rollout => {
+            "Point them at another template and let the rollout finish, or delete them first."
+        }
+        Advice::ClusterClass => "Change or delete the ClusterClass first.",
+        Advice::NodeReuse => "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.",
+    }
+}
+
+/// The rejection of a template that is still in use. `referrers` are sorted by kind, then name.
 pub fn in_use(template: &Template, referrers: &[Referrer]) -> String {
-    let mut groups: Vec<(ReferrerKind, Vec<&Referrer>)> = Vec::new();
+    let mut groups: Vec<Vec<&Referrer>> = Vec::new();
     for referrer in referrers {
         match groups.last_mut() {
-            Some((kind, group)) if *kind == referrer.kind => group.push(referrer),
-            _ => groups.push((referrer.kind, vec![referrer])),
+            Some(group) if std::ptr::eq(group[0].kind, referrer.kind) => group.push(referrer),
+            _ => groups.push(vec![referrer]),
         }
     }
-    let described: Vec<String> = groups
-        .iter()
-        .map(|(kind, group)| describe_group(*kind, group))
-        .collect();
-    let has = |wanted: &[ReferrerKind]| groups.iter().any(|(kind, _)| wanted.contains(kind));
-    let mut advice = Vec::new();
-    if has(&[
-        ReferrerKind::MachineDeployment,
-        ReferrerKind::MachineSet,
-        ReferrerKind::KubeadmControlPlane,
-        ReferrerKind::RKE2ControlPlane,
-    ]) {
-        advice.push(
-            "Point them at another template and let the rollout finish, or delete them first.",
-        );
-    }
-    if has(&[ReferrerKind::ClusterClass]) {
-        advice.push("Change or delete the ClusterClass first.");
-    }
-    if has(&[ReferrerKind::Metal3Machine]) {
-        advice.push("The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.");
-    }
+    let described: Vec<String> = groups.iter().map(|group| describe_group(group)).collect();
+    let mut advices: Vec<Advice> = groups.iter().map(|group| group[0].kind.advice).collect();
+    advices.sort();
+    advices.dedup();
+    let advices: Vec<&str> = advices.into_iter().map(advice).collect();
     format!(
         "{} is still in use and was not deleted. It is referenced by {}. {} Then delete the template again.",
         template_name(template),
         described.join("; "),
-        advice.join(" ")
+        advices.join(" ")
     )
 }
 
-/// A DELETE request that does not say which template it deletes.
-pub fn malformed_delete(kind: &str, namespace: &str, name: &str, problem: &str) -> String {
-    format!(
-        "capi-template-guard cannot check the deletion of {kind} {namespace}/{name}: {problem}. The deletion was refused; retry it, and report this if it persists."
-    )
+/// Why a deletion went through, for the policy server's log.
+pub fn released(template: &Template, release: Release) -> String {
+    let why = match release {
+        Release::Moving => "clusterctl move is deleting it (delete-for-move annotation)",
+        Release::Unused => "nothing refers to it",
+        Release::ClusterDeleted => "every Cluster that owns it is being deleted or gone",
+    };
+    format!("{} may be deleted: {why}.", template_name(template))
 }
 
-fn version_setting(api_version: &str) -> &'static str {
-    match group_of(api_version) {
-        CAPI_GROUP => "capiApiVersion",
-        CONTROL_PLANE_GROUP => "controlPlaneApiVersion",
-        INFRASTRUCTURE_GROUP => "metal3ApiVersion",
-        _ => "the matching API version setting",
+fn lookup_text(lookup: &Lookup) -> String {
+    match lookup {
+        Lookup::List {
+            api_version,
+            kind,
+            namespace,
+        } => format!("listing {kind} objects ({api_version}) in namespace {namespace}"),
+        Lookup::Get {
+            api_version,
+            kind,
+            namespace,
+            name,
+        } => format!("getting {kind} {namespace}/{name} ({api_version})"),
     }
 }
 
-/// What an operator should change after a failed lookup.
+/// "listing X failed: detail".
+pub fn lookup_error(error: &LookupError) -> String {
+    let detail = match error.failure {
+        Failure::NotServed => format!(
+            "the API server serves {} at neither v1beta2 nor v1beta1 ({})",
+            error.lookup.kind(),
+            error.detail
+        ),
+        Failure::WrongVersion { served, .. } => format!(
+            "the API server serves {} at {}, not at this version ({})",
+            error.lookup.kind(),
+            served.as_str(),
+            error.detail
+        ),
+        _ => error.detail.clone(),
+    };
+    format!("{} failed: {detail}", lookup_text(&error.lookup))
+}
+
+/// The resource name RBAC rules use for a kind (`MachineSet` -> `machinesets`).
+fn resource_name(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.ends_with('s') {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+/// What an operator should do after a failed lookup.
 pub fn lookup_hint(error: &LookupError) -> String {
+    let kind = error.lookup.kind();
+    let group = group_of(error.lookup.api_version());
     match error.failure {
         Failure::AccessDenied => format!(
-            "Add apiVersion {}, kind {} to the policy's contextAwareResources.",
-            error.api_version, error.kind
+            "Add apiVersion {}, kind {kind} to the policy's contextAwareResources.",
+            error.lookup.api_version()
+        ),
+        Failure::WrongVersion { setting, served } => format!(
+            "Set {} to auto (or {}).",
+            setting.name(),
+            served.as_str()
         ),
         Failure::NotServed => format!(
-            "Set {} to a version your installed provider serves.",
-            version_setting(&error.api_version)
+            "Install the provider that serves {kind} ({group}), or check that its CRDs are served at v1beta1 or v1beta2."
         ),
+        Failure::Unreadable => "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.".to_string(),
         Failure::NotFound | Failure::Other => format!(
-            "Check that the policy server's service account may get, list and watch {}.{}.",
-            resource_name(&error.kind),
-            group_of(&error.api_version)
+            "Check that the policy server's service account may get, list and watch {}.{group}.",
+            resource_name(kind)
         ),
     }
 }
@@ -144,44 +187,140 @@ pub fn lookup_failed(template: &Template, error: &LookupError) -> String {
     format!(
         "capi-template-guard could not check whether {} is still in use, so the deletion was refused: {}. {} To accept deletions when a lookup fails, set failOpenOnLookupError to true.",
         template_name(template),
-        error,
+        lookup_error(error),
         lookup_hint(error)
     )
 }
 
-/// The warning when a lookup failed and failOpenOnLookupError accepted the deletion.
+/// The warning when a lookup failed and failOpenOnLookupError accepted the deletion: what to do
+/// first, within the warning bound.
 pub fn lookup_failed_accepted(template: &Template, error: &LookupError) -> String {
+    bounded(
+        format!(
+            "{} Deleted {} unchecked (failOpenOnLookupError): {}.",
+            lookup_hint(error),
+            template_name(template),
+            lookup_error(error)
+        ),
+        MAX_WARNING,
+    )
+}
+
+fn key_problem(problem: KeyProblem) -> &'static str {
+    match problem {
+        KeyProblem::Prefix => "its prefix must be a lowercase DNS subdomain such as example.com",
+        KeyProblem::NameLength => "its name part must have 1 to 63 characters",
+        KeyProblem::NameEdges => "its name part must start and end with a letter or digit",
+        KeyProblem::NameCharacters => {
+            "its name part may only hold letters, digits, '-', '_' and '.'"
+        }
+    }
+}
+
+/// The sentence for any [`Error`], as its own words (no prefix).
+pub fn describe(error: &Error) -> String {
+    match error {
+        Error::SettingsNotJson(e) => format!("The settings are not valid JSON: {e}."),
+        Error::SettingsNotAnObject(value) => {
+            format!("The settings must be an object of named settings, not {value}.")
+        }
+        Error::UnknownSettings(unknown) => format!(
+            "Unknown setting(s): {}. The known settings are: {}.",
+            unknown.join(", "),
+            KNOWN.join(", ")
+        ),
+        Error::SettingValue {
+            setting,
+            expected,
+            value,
+        } => format!("The setting {setting} must be {expected}, not {value}."),
+        Error::AnnotationKey {
+            setting,
+            key,
+            problem,
+        } => format!(
+            "The setting {setting} is not a valid annotation key ({key:?}): {}.",
+            key_problem(*problem)
+        ),
+        Error::ReservedAnnotationKey { setting, key } => format!(
+            "The setting {setting} names {key:?}, a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse."
+        ),
+        Error::SameAnnotationKeys => "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.".to_string(),
+        Error::UnreadableRequest(e) => format!("the admission request cannot be read ({e})"),
+        Error::NoOldObject => "the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server".to_string(),
+        Error::UnreadableOldObject(e) => format!("its oldObject cannot be read ({e})"),
+        Error::Unnamed => "neither the request nor its oldObject names the template".to_string(),
+        Error::Lookup(error) => lookup_error(error),
+        Error::UnreadableMachine(e) => format!("the object cannot be read ({e})"),
+        Error::NotAnObject(part) => match *part {
+            "object" => "the object is not a JSON object".to_string(),
+            part => format!("its {part} is not an object"),
+        },
+        Error::NoTemplateSource => format!(
+            "it has no valid {} annotation naming a Metal3MachineTemplate and no MachineSet or control-plane owner to find its template",
+            crate::capi::CLONED_FROM_NAME
+        ),
+        Error::OwnerNamesNoTemplate { kind, name } => {
+            format!("its owner {kind} {name} does not exist or names no Metal3MachineTemplate")
+        }
+        Error::TemplateMissing(name) => {
+            format!("its template Metal3MachineTemplate {name} does not exist")
+        }
+    }
+}
+
+/// A DELETE request that does not say which template it deletes.
+pub fn malformed_delete(kind: &str, namespace: &str, name: &str, error: &Error) -> String {
     format!(
-        "capi-template-guard could not check whether {} is still in use and accepted the deletion because failOpenOnLookupError is true: {}. {}",
-        template_name(template),
-        error,
-        lookup_hint(error)
+        "capi-template-guard cannot check the deletion of {kind} {namespace}/{name} and refused it: {}.",
+        describe(error)
     )
 }
 
 /// The settings carried by a validate request are unusable.
-pub fn invalid_settings(problem: &str) -> String {
-    format!("capi-template-guard cannot evaluate this request because its settings are invalid: {problem}")
+pub fn invalid_settings(error: &Error) -> String {
+    format!(
+        "capi-template-guard cannot evaluate this request because its settings are invalid: {}",
+        describe(error)
+    )
 }
 
 /// The validate payload itself cannot be read.
-pub fn unreadable_request(problem: &str) -> String {
-    format!("capi-template-guard cannot read this admission request: {problem}.")
+pub fn unreadable_request(error: &Error) -> String {
+    format!(
+        "capi-template-guard cannot evaluate this request: {}.",
+        describe(error)
+    )
 }
 
-/// Why a new Metal3Machine was accepted without the template's intent.
-pub fn machine_not_mutated(namespace: &str, name: &str, reason: &str) -> String {
-    format!(
-        "capi-template-guard did not copy nodeReuse and automatedCleaningMode onto Metal3Machine {namespace}/{name}: {reason}."
+/// Why a new Metal3Machine was accepted without the template's intent, within the warning bound.
+pub fn machine_not_mutated(namespace: &str, name: &str, error: &Error) -> String {
+    let hint = match error {
+        Error::Lookup(lookup) => format!("{} ", lookup_hint(lookup)),
+        _ => String::new(),
+    };
+    bounded(
+        format!(
+            "{hint}Metal3Machine {namespace}/{name} created without its template's nodeReuse and automatedCleaningMode: {}.",
+            describe(error)
+        ),
+        MAX_WARNING,
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::references::TemplateRef;
+    use crate::capi::TemplateRef;
+    use crate::catalogue::{TemplateClass, Version, VersionSetting, REFERRERS};
     use rstest::rstest;
-    use ReferrerKind::*;
+
+    fn kind(name: &str) -> &'static ReferrerKind {
+        REFERRERS
+            .iter()
+            .find(|k| k.kind() == name)
+            .expect("kind in the catalogue")
+    }
 
     fn template() -> Template {
         Template {
@@ -190,6 +329,7 @@ mod tests {
                 kind: "Metal3MachineTemplate".into(),
                 name: "t".into(),
             },
+            class: TemplateClass::Machine,
             namespace: "ns".into(),
             node_reuse: true,
             moving: false,
@@ -197,9 +337,9 @@ mod tests {
         }
     }
 
-    fn r(kind: ReferrerKind, name: &str, field: &str) -> Referrer {
+    fn r(kind_name: &str, name: &str, field: &str) -> Referrer {
         Referrer {
-            kind,
+            kind: kind(kind_name),
             name: name.into(),
             fields: vec![field.into()],
         }
@@ -208,7 +348,7 @@ mod tests {
     #[test]
     fn one_referrer() {
         assert_eq!(
-            in_use(&template(), &[r(MachineDeployment, "md", "spec.template.spec.infrastructureRef")]),
+            in_use(&template(), &[r("MachineDeployment", "md", "spec.template.spec.infrastructureRef")]),
             "Metal3MachineTemplate ns/t is still in use and was not deleted. It is referenced by MachineDeployment md (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again."
         );
     }
@@ -216,23 +356,23 @@ mod tests {
     #[test]
     fn many_referrers_are_grouped_and_bounded() {
         let mut referrers: Vec<Referrer> = (1..=5)
-            .map(|i| r(Metal3Machine, &format!("m{i}"), "metadata.annotations[x]"))
+            .map(|i| r("Metal3Machine", &format!("m{i}"), "metadata.annotations[x]"))
             .collect();
         referrers.insert(
             0,
             r(
-                ClusterClass,
+                "ClusterClass",
                 "cc",
                 "spec.controlPlane.machineInfrastructure.ref",
             ),
         );
         referrers.insert(
             0,
-            r(MachineSet, "b", "spec.template.spec.infrastructureRef"),
+            r("MachineSet", "b", "spec.template.spec.infrastructureRef"),
         );
         referrers.insert(
             0,
-            r(MachineSet, "a", "spec.template.spec.bootstrap.configRef"),
+            r("MachineSet", "a", "spec.template.spec.bootstrap.configRef"),
         );
         assert_eq!(
             in_use(&template(), &referrers),
@@ -246,43 +386,34 @@ mod tests {
     #[case::two(2, "Metal3Machines m1 and m2 (f)")]
     fn group_bounds(#[case] count: usize, #[case] expected: &str) {
         let referrers: Vec<Referrer> = (1..=count)
-            .map(|i| r(Metal3Machine, &format!("m{i}"), "f"))
+            .map(|i| r("Metal3Machine", &format!("m{i}"), "f"))
             .collect();
         let group: Vec<&Referrer> = referrers.iter().collect();
-        assert_eq!(describe_group(Metal3Machine, &group), expected);
+        assert_eq!(describe_group(&group), expected);
     }
 
-    #[rstest]
-    #[case("MachineSet", "machinesets")]
-    #[case("ClusterClass", "clusterclasses")]
-    #[case("Metal3Machine", "metal3machines")]
-    fn resource_names(#[case] kind: &str, #[case] expected: &str) {
-        assert_eq!(resource_name(kind), expected);
-    }
-
-    fn error(failure: Failure, api_version: &str, kind: &str) -> LookupError {
-        LookupError::of_list(api_version, kind, "ns", failure, "boom".into())
+    fn error(failure: Failure, api_version: &str, kind: &'static str) -> LookupError {
+        LookupError {
+            lookup: Lookup::List {
+                api_version: api_version.into(),
+                kind,
+                namespace: "ns".into(),
+            },
+            failure,
+            detail: "boom".into(),
+        }
     }
 
     #[rstest]
     #[case::denied(Failure::AccessDenied, "cluster.x-k8s.io/v1beta1", "MachineSet", "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources.")]
-    #[case::capi_not_served(
-        Failure::NotServed,
-        "cluster.x-k8s.io/v1beta2",
-        "MachineSet",
-        "Set capiApiVersion to a version your installed provider serves."
-    )]
-    #[case::metal3_not_served(
-        Failure::NotServed,
-        "infrastructure.cluster.x-k8s.io/v1beta2",
-        "Metal3Machine",
-        "Set metal3ApiVersion to a version your installed provider serves."
-    )]
+    #[case::wrong_version(Failure::WrongVersion { setting: VersionSetting::ControlPlane, served: Version::V1beta1 }, "controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", "Set controlPlaneApiVersion to auto (or v1beta1).")]
+    #[case::not_served(Failure::NotServed, "cluster.x-k8s.io/v1beta2", "MachineSet", "Install the provider that serves MachineSet (cluster.x-k8s.io), or check that its CRDs are served at v1beta1 or v1beta2.")]
+    #[case::unreadable(Failure::Unreadable, "cluster.x-k8s.io/v1beta2", "MachineSet", "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.")]
     #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]
     fn hints(
         #[case] failure: Failure,
         #[case] api_version: &str,
-        #[case] kind: &str,
+        #[case] kind: &'static str,
         #[case] hint: &str,
     ) {
         assert_eq!(lookup_hint(&error(failure, api_version, kind)), hint);
@@ -294,5 +425,49 @@ mod tests {
             lookup_failed(&template(), &error(Failure::Other, "cluster.x-k8s.io/v1beta1", "MachineSet")),
             "capi-template-guard could not check whether Metal3MachineTemplate ns/t is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace ns failed: boom. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
         );
+    }
+
+    #[test]
+    fn wrong_version_message_names_the_setting() {
+        let e = error(
+            Failure::WrongVersion {
+                setting: VersionSetting::Capi,
+                served: Version::V1beta1,
+            },
+            "cluster.x-k8s.io/v1beta2",
+            "MachineSet",
+        );
+        assert_eq!(
+            lookup_error(&e),
+            "listing MachineSet objects (cluster.x-k8s.io/v1beta2) in namespace ns failed: the API server serves MachineSet at v1beta1, not at this version (boom)"
+        );
+    }
+
+    #[test]
+    fn warnings_fit_in_256_characters_and_start_with_what_to_do() {
+        let mut long = template();
+        long.reference.name = "n".repeat(253);
+        long.namespace = "s".repeat(63);
+        let mut e = error(
+            Failure::AccessDenied,
+            "cluster.x-k8s.io/v1beta2",
+            "MachineDeployment",
+        );
+        e.detail = "x".repeat(300);
+        let warning = lookup_failed_accepted(&long, &e);
+        assert_eq!(warning.chars().count(), MAX_WARNING);
+        assert!(
+            warning.starts_with("Add apiVersion cluster.x-k8s.io/v1beta2, kind MachineDeployment")
+        );
+        assert!(warning.ends_with('…'));
+        let warning = machine_not_mutated(&"s".repeat(63), &"m".repeat(253), &Error::Lookup(e));
+        assert!(warning.chars().count() <= MAX_WARNING, "{warning}");
+        assert!(warning.starts_with("Add apiVersion"), "{warning}");
+    }
+
+    #[test]
+    fn short_warnings_are_not_cut() {
+        assert_eq!(bounded("abc".into(), 3), "abc");
+        assert_eq!(bounded("abcd".into(), 3), "ab…");
     }
 }

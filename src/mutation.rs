@@ -1,12 +1,20 @@
 //! The Metal3Machine mutation: pure functions, no host calls.
 
-use crate::capi::{
-    group_of, Metadata, Metal3MachineTemplate, OwnerReference, CAPI_GROUP, CLONED_FROM_GROUPKIND,
-    CLONED_FROM_NAME, CONTROL_PLANE_GROUP, INFRASTRUCTURE_GROUP, METAL3_MACHINE_TEMPLATE,
-};
-use crate::references::NamedTemplate;
-use crate::settings::Settings;
 use serde_json::{Map, Value};
+
+use crate::capi::{group_of, is_object_name, Metadata, Metal3MachineTemplate};
+use crate::catalogue::{self, ReferrerKind, Shape, INFRASTRUCTURE_GROUP};
+use crate::error::Error;
+use crate::references::{self, Candidate};
+use crate::settings::Settings;
+
+/// The object present at creation that names a new machine's template: a MachineSet or a control
+/// plane, as the catalogue knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: &'static ReferrerKind,
+    pub name: String,
+}
 
 /// Where to find the template a new Metal3Machine was cloned from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,40 +22,48 @@ pub enum TemplateSource {
     /// The cloned-from annotations name a Metal3MachineTemplate.
     Annotation(String),
     /// No usable annotations: the owner present at creation names the template.
-    Owner(OwnerReference),
+    Owner(Owner),
     None,
 }
 
-/// The control-plane kinds whose machine template a Metal3Machine owner can name.
-pub const CONTROL_PLANE_KINDS: [&str; 2] = ["KubeadmControlPlane", "RKE2ControlPlane"];
+fn is_metal3_template(group: Option<&str>, kind: &str) -> bool {
+    kind == catalogue::METAL3_MACHINE_TEMPLATE.kind
+        && group.is_none_or(|g| g == INFRASTRUCTURE_GROUP)
+}
 
+/// Finds where the template is named. A name that is not a valid object name counts as absent.
 pub fn template_source(meta: &Metadata) -> TemplateSource {
-    let name = meta.annotation(CLONED_FROM_NAME).unwrap_or_default();
-    let groupkind = meta.annotation(CLONED_FROM_GROUPKIND).unwrap_or_default();
-    if !name.is_empty() && groupkind == crate::capi::METAL3_TEMPLATE_GROUPKIND {
-        return TemplateSource::Annotation(name.to_string());
+    if let Some(reference) = references::cloned_from(meta) {
+        if is_metal3_template(reference.group(), &reference.kind) && is_object_name(&reference.name)
+        {
+            return TemplateSource::Annotation(reference.name);
+        }
     }
-    let owner_of = |group: &str, kinds: &[&str]| {
-        meta.owner_references
-            .iter()
-            .find(|o| group_of(&o.api_version) == group && kinds.contains(&o.kind.as_str()))
-            .cloned()
-    };
-    owner_of(CAPI_GROUP, &["MachineSet"])
-        .or_else(|| owner_of(CONTROL_PLANE_GROUP, &CONTROL_PLANE_KINDS))
+    // In catalogue order: a MachineSet (a worker's template) before a control plane.
+    catalogue::REFERRERS
+        .iter()
+        .filter(|kind| matches!(kind.shape, Shape::MachineSetLike | Shape::ControlPlane))
+        .find_map(|kind| {
+            meta.owner_references.iter().find_map(|o| {
+                (o.kind == kind.kind()
+                    && group_of(&o.api_version) == kind.resource.group
+                    && is_object_name(&o.name))
+                .then(|| Owner {
+                    kind,
+                    name: o.name.clone(),
+                })
+            })
+        })
         .map_or(TemplateSource::None, TemplateSource::Owner)
 }
 
-/// The Metal3MachineTemplate an owner's references name, if any.
-pub fn metal3_template_named_by(named: &[NamedTemplate<'_>]) -> Option<String> {
-    named
+/// The Metal3MachineTemplate an owner names, if any.
+pub fn metal3_template_named_by(owner: &Candidate) -> Option<String> {
+    owner
+        .named
         .iter()
-        .map(|n| n.reference)
-        .find(|r| {
-            r.kind == METAL3_MACHINE_TEMPLATE
-                && r.group().is_none_or(|g| g == INFRASTRUCTURE_GROUP)
-                && !r.name.is_empty()
-        })
+        .map(|n| &n.reference)
+        .find(|r| is_metal3_template(r.group(), &r.kind) && is_object_name(&r.name))
         .map(|r| r.name.clone())
 }
 
@@ -78,16 +94,15 @@ impl Intent {
 
 fn object_at<'a>(
     parent: &'a mut Map<String, Value>,
-    key: &str,
-) -> Result<&'a mut Map<String, Value>, String> {
+    key: &'static str,
+) -> Result<&'a mut Map<String, Value>, Error> {
     let slot = parent
         .entry(key)
         .or_insert_with(|| Value::Object(Map::new()));
     if slot.is_null() {
         *slot = Value::Object(Map::new());
     }
-    slot.as_object_mut()
-        .ok_or_else(|| format!("its {key} is not an object"))
+    slot.as_object_mut().ok_or(Error::NotAnObject(key))
 }
 
 /// The machine with the template's intent written on it, or `None` when it already carries it.
@@ -96,11 +111,11 @@ pub fn apply(
     machine: &Value,
     intent: &Intent,
     settings: &Settings,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, Error> {
     let mut mutated = machine.clone();
     let root = mutated
         .as_object_mut()
-        .ok_or_else(|| "the object is not a JSON object".to_string())?;
+        .ok_or(Error::NotAnObject("object"))?;
 
     let annotations = object_at(object_at(root, "metadata")?, "annotations")?;
     annotations.insert(
@@ -131,8 +146,7 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::{MachineSetLike, MetadataOnly};
-    use crate::references;
+    use crate::capi::{MachineSetLike, MetadataOnly, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
     use crate::testing::fixture;
     use rstest::rstest;
     use serde_json::json;
@@ -285,18 +299,18 @@ mod tests {
     }
 
     #[rstest]
-    #[case::not_an_object(json!([1]), "the object is not a JSON object")]
-    #[case::metadata_not_an_object(json!({"metadata": "x"}), "its metadata is not an object")]
-    #[case::annotations_not_an_object(json!({"metadata": {"annotations": [1]}}), "its annotations is not an object")]
-    #[case::spec_not_an_object(json!({"spec": 1}), "its spec is not an object")]
-    fn malformed_machines(#[case] machine: Value, #[case] problem: &str) {
+    #[case::not_an_object(json!([1]), "object")]
+    #[case::metadata_not_an_object(json!({"metadata": "x"}), "metadata")]
+    #[case::annotations_not_an_object(json!({"metadata": {"annotations": [1]}}), "annotations")]
+    #[case::spec_not_an_object(json!({"spec": 1}), "spec")]
+    fn malformed_machines(#[case] machine: Value, #[case] problem: &'static str) {
         assert_eq!(
             apply(
                 &machine,
                 &intent(true, Some("disabled")),
                 &Settings::default()
             ),
-            Err(problem.to_string())
+            Err(Error::NotAnObject(problem))
         );
     }
 
@@ -340,14 +354,24 @@ mod tests {
             .metadata
     }
 
+    fn kind(name: &str) -> &'static ReferrerKind {
+        catalogue::REFERRERS
+            .iter()
+            .find(|k| k.kind() == name)
+            .expect("kind in the catalogue")
+    }
+
     #[rstest]
     #[case::annotations(json!({"annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"}}), TemplateSource::Annotation("t".into()))]
-    #[case::v1beta1_machine_set_owner(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(OwnerReference{api_version: "cluster.x-k8s.io/v1beta1".into(), kind: "MachineSet".into(), name: "ms".into()}))]
-    #[case::kcp_owner(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane", "name": "cp"}]}), TemplateSource::Owner(OwnerReference{api_version: "controlplane.cluster.x-k8s.io/v1beta2".into(), kind: "KubeadmControlPlane".into(), name: "cp".into()}))]
-    #[case::wrong_groupkind_falls_back(json!({"annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "Other.example.com"}, "ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "RKE2ControlPlane", "name": "cp"}]}), TemplateSource::Owner(OwnerReference{api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(), kind: "RKE2ControlPlane".into(), name: "cp".into()}))]
-    #[case::machine_set_preferred(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane", "name": "cp"}, {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(OwnerReference{api_version: "cluster.x-k8s.io/v1beta2".into(), kind: "MachineSet".into(), name: "ms".into()}))]
+    #[case::v1beta1_machine_set_owner(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(Owner{kind: kind("MachineSet"), name: "ms".into()}))]
+    #[case::kcp_owner(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane", "name": "cp"}]}), TemplateSource::Owner(Owner{kind: kind("KubeadmControlPlane"), name: "cp".into()}))]
+    #[case::wrong_groupkind_falls_back(json!({"annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "Other.example.com"}, "ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "RKE2ControlPlane", "name": "cp"}]}), TemplateSource::Owner(Owner{kind: kind("RKE2ControlPlane"), name: "cp".into()}))]
+    #[case::machine_set_preferred(json!({"ownerReferences": [{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane", "name": "cp"}, {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(Owner{kind: kind("MachineSet"), name: "ms".into()}))]
     #[case::machine_owner_is_not_usable(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": "m"}]}), TemplateSource::None)]
     #[case::nothing(json!({}), TemplateSource::None)]
+    #[case::invalid_annotation_name_falls_back(json!({"annotations": {CLONED_FROM_NAME: "w-1/status", CLONED_FROM_GROUPKIND: "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io"}, "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::Owner(Owner{kind: kind("MachineSet"), name: "ms".into()}))]
+    #[case::invalid_owner_name(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "../ms"}]}), TemplateSource::None)]
+    #[case::owner_of_another_group(json!({"ownerReferences": [{"apiVersion": "example.com/v1", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::None)]
     fn where_the_template_is_found(#[case] metadata: Value, #[case] expected: TemplateSource) {
         assert_eq!(template_source(&meta(metadata)), expected);
     }

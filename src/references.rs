@@ -1,53 +1,54 @@
-//! Which templates does an object name, and under which field?
+//! Which templates does an object name, and under which field? Every referrer kind's typed view
+//! becomes the same [`Candidate`], so the decision treats every kind alike.
 
 use crate::capi::{
     ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, ObjectRef, TemplateSlot, WorkerClass,
-    CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, METAL3_TEMPLATE_GROUPKIND,
+    CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
 };
-
-/// The template a request is about: kind, group and name (its namespace is the request's).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateRef {
-    pub group: String,
-    pub kind: String,
-    pub name: String,
-}
-
-impl TemplateRef {
-    /// Kind and name must match; the group too when the reference carries one.
-    pub fn is_named_by(&self, reference: &ObjectRef) -> bool {
-        reference.kind == self.kind
-            && reference.name == self.name
-            && reference.group().is_none_or(|group| group == self.group)
-    }
-
-    pub fn groupkind(&self) -> String {
-        format!("{}.{}", self.kind, self.group)
-    }
-}
 
 /// A field of an object that names a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NamedTemplate<'a> {
+pub struct NamedTemplate {
     /// Path of the field, as a user would look it up (`kubectl explain` style).
     pub field: String,
-    pub reference: &'a ObjectRef,
+    pub reference: ObjectRef,
 }
 
-fn named<'a>(
-    field: impl Into<String>,
-    reference: &'a Option<ObjectRef>,
-) -> Option<NamedTemplate<'a>> {
+/// A listed object that may keep a template: what the decision needs of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Candidate {
+    pub name: String,
+    pub deleting: bool,
+    /// A MachineSet scaled to zero with no machines left.
+    pub scaled_down: bool,
+    pub named: Vec<NamedTemplate>,
+}
+
+fn named(field: impl Into<String>, reference: &Option<ObjectRef>) -> Option<NamedTemplate> {
     reference.as_ref().map(|reference| NamedTemplate {
         field: field.into(),
-        reference,
+        reference: reference.clone(),
     })
 }
 
+fn candidate(
+    meta: &crate::capi::Metadata,
+    scaled_down: bool,
+    named: Vec<NamedTemplate>,
+) -> Candidate {
+    Candidate {
+        name: meta.name.clone(),
+        deleting: meta.is_deleting(),
+        scaled_down,
+        named,
+    }
+}
+
 /// MachineDeployment / MachineSet: the infrastructure and bootstrap template of its machines.
-pub fn of_machine_set(object: &MachineSetLike) -> Vec<NamedTemplate<'_>> {
+pub fn of_machine_set(object: &MachineSetLike) -> Candidate {
     let spec = &object.spec.template.spec;
-    [
+    let scaled_down = object.spec.replicas == Some(0) && object.status.replicas == Some(0);
+    let named = [
         named(
             "spec.template.spec.infrastructureRef",
             &spec.infrastructure_ref,
@@ -56,16 +57,18 @@ pub fn of_machine_set(object: &MachineSetLike) -> Vec<NamedTemplate<'_>> {
             "spec.template.spec.bootstrap.configRef",
             &spec.bootstrap.config_ref,
         ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    ];
+    candidate(
+        &object.metadata,
+        scaled_down,
+        named.into_iter().flatten().collect(),
+    )
 }
 
 /// KubeadmControlPlane / RKE2ControlPlane: the machine template, in every place it has lived.
-pub fn of_control_plane(object: &ControlPlane) -> Vec<NamedTemplate<'_>> {
+pub fn of_control_plane(object: &ControlPlane) -> Candidate {
     let spec = &object.spec;
-    [
+    let named = [
         named(
             "spec.machineTemplate.infrastructureRef",
             &spec.machine_template.infrastructure_ref,
@@ -75,78 +78,99 @@ pub fn of_control_plane(object: &ControlPlane) -> Vec<NamedTemplate<'_>> {
             &spec.machine_template.spec.infrastructure_ref,
         ),
         named("spec.infrastructureRef", &spec.infrastructure_ref),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    ];
+    candidate(
+        &object.metadata,
+        false,
+        named.into_iter().flatten().collect(),
+    )
 }
 
-fn of_slot<'a>(prefix: &str, slot: &'a TemplateSlot) -> impl Iterator<Item = NamedTemplate<'a>> {
-    [
-        named(format!("{prefix}.ref"), &slot.reference),
-        named(format!("{prefix}.templateRef"), &slot.template_ref),
-    ]
-    .into_iter()
-    .flatten()
+fn of_slot(prefix: &str, slot: &TemplateSlot, out: &mut Vec<NamedTemplate>) {
+    out.extend(named(format!("{prefix}.ref"), &slot.reference));
+    out.extend(named(format!("{prefix}.templateRef"), &slot.template_ref));
 }
 
-fn of_worker_classes<'a>(
-    list: &'static str,
-    classes: &'a [WorkerClass],
-) -> impl Iterator<Item = NamedTemplate<'a>> {
-    classes.iter().flat_map(move |worker| {
+fn of_worker_classes(list: &str, classes: &[WorkerClass], out: &mut Vec<NamedTemplate>) {
+    for worker in classes {
         let at = format!("spec.workers.{list}[class={}]", worker.class);
         of_slot(
             &format!("{at}.template.infrastructure"),
             &worker.template.infrastructure,
-        )
-        .chain(of_slot(
+            out,
+        );
+        of_slot(
             &format!("{at}.template.bootstrap"),
             &worker.template.bootstrap,
-        ))
-        .chain(of_slot(
-            &format!("{at}.infrastructure"),
-            &worker.infrastructure,
-        ))
-        .chain(of_slot(&format!("{at}.bootstrap"), &worker.bootstrap))
-        .collect::<Vec<_>>()
-    })
+            out,
+        );
+        of_slot(&format!("{at}.infrastructure"), &worker.infrastructure, out);
+        of_slot(&format!("{at}.bootstrap"), &worker.bootstrap, out);
+    }
 }
 
-/// ClusterClass: the control plane's machine infrastructure and every worker class template.
-pub fn of_cluster_class(object: &ClusterClass) -> Vec<NamedTemplate<'_>> {
+/// ClusterClass: its infrastructure and control-plane templates, the control plane's machine
+/// infrastructure and every worker class template.
+pub fn of_cluster_class(object: &ClusterClass) -> Candidate {
     let spec = &object.spec;
+    let mut out = Vec::new();
+    of_slot("spec.infrastructure", &spec.infrastructure, &mut out);
+    out.extend(named(
+        "spec.controlPlane.ref",
+        &spec.control_plane.reference,
+    ));
+    out.extend(named(
+        "spec.controlPlane.templateRef",
+        &spec.control_plane.template_ref,
+    ));
     of_slot(
         "spec.controlPlane.machineInfrastructure",
         &spec.control_plane.machine_infrastructure,
-    )
-    .chain(of_worker_classes(
+        &mut out,
+    );
+    of_worker_classes(
         "machineDeployments",
         &spec.workers.machine_deployments,
-    ))
-    .chain(of_worker_classes(
-        "machinePools",
-        &spec.workers.machine_pools,
-    ))
-    .collect()
+        &mut out,
+    );
+    of_worker_classes("machinePools", &spec.workers.machine_pools, &mut out);
+    candidate(&object.metadata, false, out)
 }
 
-/// Whether a Metal3Machine was cloned from the Metal3MachineTemplate `name`.
-pub fn metal3_machine_cloned_from(machine: &MetadataOnly, name: &str) -> bool {
-    let meta = &machine.metadata;
-    meta.annotation(CLONED_FROM_NAME) == Some(name)
-        && meta.annotation(CLONED_FROM_GROUPKIND) == Some(METAL3_TEMPLATE_GROUPKIND)
+/// The template an object was cloned from, as its cloned-from annotations name it: the name and
+/// `Kind.group` (split at the first dot, as kinds have none).
+pub fn cloned_from(meta: &crate::capi::Metadata) -> Option<ObjectRef> {
+    let name = meta.annotation(CLONED_FROM_NAME)?;
+    let (kind, group) = meta.annotation(CLONED_FROM_GROUPKIND)?.split_once('.')?;
+    Some(ObjectRef {
+        api_version: None,
+        api_group: Some(group.to_string()),
+        kind: kind.to_string(),
+        name: name.to_string(),
+    })
+}
+
+/// Metal3Machine: the template named by its cloned-from annotations.
+pub fn of_cloned(object: &MetadataOnly) -> Candidate {
+    let named = cloned_from(&object.metadata).map(|reference| NamedTemplate {
+        field: format!("metadata.annotations[{CLONED_FROM_NAME}]"),
+        reference,
+    });
+    candidate(&object.metadata, false, named.into_iter().collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::INFRASTRUCTURE_GROUP;
+    use crate::capi::TemplateRef;
+    use crate::catalogue::INFRASTRUCTURE_GROUP;
     use crate::testing::fixture;
     use rstest::rstest;
+    use serde_json::json;
 
-    fn fields(named: Vec<NamedTemplate<'_>>) -> Vec<(String, String)> {
-        named
+    fn fields(candidate: Candidate) -> Vec<(String, String)> {
+        candidate
+            .named
             .into_iter()
             .map(|n| (n.field, n.reference.name.clone()))
             .collect()
@@ -225,6 +249,11 @@ mod tests {
             fields(of_cluster_class(&class)),
             vec![
                 pair(
+                    &format!("spec.infrastructure.{slot}"),
+                    "metal3-kubeadm-cluster"
+                ),
+                pair(&format!("spec.controlPlane.{slot}"), "metal3-kubeadm-cp"),
+                pair(
                     &format!("spec.controlPlane.machineInfrastructure.{slot}"),
                     "metal3-kubeadm-cp-machines"
                 ),
@@ -290,37 +319,54 @@ mod tests {
     }
 
     #[rstest]
-    #[case::cloned_from_it(
-        "edge-a-workers-1b8e4a60",
+    #[case::metal3_template(
         "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io",
-        true
+        Some(("infrastructure.cluster.x-k8s.io", "Metal3MachineTemplate"))
     )]
-    #[case::other_template(
-        "edge-a-workers-7f3c9d2e",
-        "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io",
-        false
-    )]
-    #[case::other_groupkind(
-        "edge-a-workers-1b8e4a60",
+    #[case::bootstrap_template(
         "KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io",
-        false
+        Some(("bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate"))
     )]
+    #[case::no_dot("Metal3MachineTemplate", None)]
     fn metal3_machine_clone_source(
-        #[case] name: &str,
         #[case] groupkind: &str,
-        #[case] expected: bool,
+        #[case] expected: Option<(&str, &str)>,
     ) {
         let mut machine: MetadataOnly = fixture("v1beta2/06-metal3machine-worker.json");
         machine
             .metadata
             .annotations
             .insert(CLONED_FROM_GROUPKIND.into(), groupkind.into());
-        assert_eq!(metal3_machine_cloned_from(&machine, name), expected);
+        let candidate = of_cloned(&machine);
+        let got: Option<(String, String, String)> = candidate.named.first().map(|n| {
+            (
+                n.reference.group().unwrap_or_default().to_string(),
+                n.reference.kind.clone(),
+                n.reference.name.clone(),
+            )
+        });
+        assert_eq!(
+            got,
+            expected.map(|(g, k)| (
+                g.to_string(),
+                k.to_string(),
+                "edge-a-workers-1b8e4a60".to_string()
+            ))
+        );
     }
 
     #[test]
-    fn metal3_machine_without_annotations_is_no_clone() {
-        let machine = MetadataOnly::default();
-        assert!(!metal3_machine_cloned_from(&machine, ""));
+    fn metal3_machine_without_annotations_names_nothing() {
+        assert_eq!(of_cloned(&MetadataOnly::default()).named, vec![]);
+    }
+
+    #[rstest]
+    #[case::scaled_down(json!({"spec": {"replicas": 0}, "status": {"replicas": 0}}), true)]
+    #[case::machines_left(json!({"spec": {"replicas": 0}, "status": {"replicas": 1}}), false)]
+    #[case::status_unknown(json!({"spec": {"replicas": 0}}), false)]
+    #[case::scaled_up(json!({"spec": {"replicas": 2}, "status": {"replicas": 0}}), false)]
+    fn scaled_down_machine_sets(#[case] value: serde_json::Value, #[case] expected: bool) {
+        let ms: MachineSetLike = serde_json::from_value(value).unwrap();
+        assert_eq!(of_machine_set(&ms).scaled_down, expected);
     }
 }

@@ -1,51 +1,35 @@
 //! Policy settings: camelCase, every field optional, unknown fields refused.
 //!
-//! Settings are parsed by hand from JSON (through `TryFrom<Value>`) so that every mistake is
-//! reported as a full sentence naming the setting, not as raw deserializer text.
+//! Settings are read by hand from JSON so that every mistake is reported as an [`Error`] naming
+//! the setting (made into a sentence in `message.rs`), not as raw deserializer text.
 
-use kubewarden_policy_sdk::settings::Validatable;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::fmt;
+
+use crate::capi::{CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
+use crate::catalogue::{Version, VersionSetting};
+use crate::error::{Error, KeyProblem};
 
 pub const DEFAULT_NODE_REUSE_ANNOTATION: &str = "capi-template-guard.kubewarden.io/node-reuse";
 pub const DEFAULT_SOURCE_TEMPLATE_ANNOTATION: &str =
     "capi-template-guard.kubewarden.io/source-template";
 
-/// The served API versions of the CAPI, control-plane and Metal3 groups the policy can list at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum ApiVersion {
+/// The version a group is read at: found by asking (`auto`), or fixed by the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionChoice {
+    /// v1beta2, and v1beta1 when the API server does not serve the kind at v1beta2.
     #[default]
-    #[serde(rename = "v1beta1")]
-    V1beta1,
-    #[serde(rename = "v1beta2")]
-    V1beta2,
+    Auto,
+    Fixed(Version),
 }
 
-impl ApiVersion {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiVersion::V1beta1 => "v1beta1",
-            ApiVersion::V1beta2 => "v1beta2",
-        }
-    }
-}
-
-impl fmt::Display for ApiVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(try_from = "Value", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Version used to read MachineDeployments, MachineSets, ClusterClasses and Clusters.
-    pub capi_api_version: ApiVersion,
-    /// Version used to read KubeadmControlPlanes and RKE2ControlPlanes.
-    pub control_plane_api_version: ApiVersion,
+    pub capi_api_version: VersionChoice,
+    /// Version used to read the control-plane kinds.
+    pub control_plane_api_version: VersionChoice,
     /// Version used to read Metal3Machines and Metal3MachineTemplates.
-    pub metal3_api_version: ApiVersion,
+    pub metal3_api_version: VersionChoice,
     /// Whether a MachineSet scaled to zero with no machines left still keeps its templates.
     pub count_scaled_down_machine_sets: bool,
     /// Whether a failed lookup accepts the deletion (with a warning) instead of rejecting it.
@@ -59,9 +43,9 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            capi_api_version: ApiVersion::V1beta1,
-            control_plane_api_version: ApiVersion::V1beta1,
-            metal3_api_version: ApiVersion::V1beta1,
+            capi_api_version: VersionChoice::Auto,
+            control_plane_api_version: VersionChoice::Auto,
+            metal3_api_version: VersionChoice::Auto,
             count_scaled_down_machine_sets: false,
             fail_open_on_lookup_error: false,
             mutate_metal3_machines: true,
@@ -71,7 +55,17 @@ impl Default for Settings {
     }
 }
 
-const KNOWN: [&str; 8] = [
+impl Settings {
+    pub fn version(&self, setting: VersionSetting) -> VersionChoice {
+        match setting {
+            VersionSetting::Capi => self.capi_api_version,
+            VersionSetting::ControlPlane => self.control_plane_api_version,
+            VersionSetting::Metal3 => self.metal3_api_version,
+        }
+    }
+}
+
+pub const KNOWN: [&str; 8] = [
     "capiApiVersion",
     "controlPlaneApiVersion",
     "metal3ApiVersion",
@@ -82,88 +76,90 @@ const KNOWN: [&str; 8] = [
     "sourceTemplateAnnotation",
 ];
 
-fn api_version(key: &str, value: &Value) -> Result<ApiVersion, String> {
+fn wrong(setting: &'static str, expected: &'static str, value: &Value) -> Error {
+    Error::SettingValue {
+        setting,
+        expected,
+        value: value.to_string(),
+    }
+}
+
+fn version(setting: &'static str, value: &Value) -> Result<VersionChoice, Error> {
     match value.as_str() {
-        Some("v1beta1") => Ok(ApiVersion::V1beta1),
-        Some("v1beta2") => Ok(ApiVersion::V1beta2),
-        _ => Err(format!(
-            "The setting {key} must be \"v1beta1\" or \"v1beta2\", not {value}."
+        Some("auto") => Ok(VersionChoice::Auto),
+        Some("v1beta1") => Ok(VersionChoice::Fixed(Version::V1beta1)),
+        Some("v1beta2") => Ok(VersionChoice::Fixed(Version::V1beta2)),
+        _ => Err(wrong(
+            setting,
+            "\"auto\", \"v1beta1\" or \"v1beta2\"",
+            value,
         )),
     }
 }
 
-fn boolean(key: &str, value: &Value) -> Result<bool, String> {
+fn boolean(setting: &'static str, value: &Value) -> Result<bool, Error> {
     value
         .as_bool()
-        .ok_or_else(|| format!("The setting {key} must be true or false, not {value}."))
+        .ok_or_else(|| wrong(setting, "true or false", value))
 }
 
-fn string(key: &str, value: &Value) -> Result<String, String> {
+fn string(setting: &'static str, value: &Value) -> Result<String, Error> {
     value
         .as_str()
         .map(str::to_string)
-        .ok_or_else(|| format!("The setting {key} must be a string, not {value}."))
+        .ok_or_else(|| wrong(setting, "a string", value))
 }
 
 impl TryFrom<Value> for Settings {
-    type Error = String;
+    type Error = Error;
 
-    fn try_from(value: Value) -> Result<Self, String> {
+    fn try_from(value: Value) -> Result<Self, Error> {
         let fields = match value {
             Value::Object(fields) => fields,
             Value::Null => Map::new(),
-            other => {
-                return Err(format!(
-                    "The settings must be an object of named settings, not {other}."
-                ))
-            }
+            other => return Err(Error::SettingsNotAnObject(other.to_string())),
         };
-        let mut unknown: Vec<&str> = fields
+        let mut unknown: Vec<String> = fields
             .keys()
-            .map(String::as_str)
-            .filter(|key| !KNOWN.contains(key))
+            .filter(|key| !KNOWN.contains(&key.as_str()))
+            .cloned()
             .collect();
         if !unknown.is_empty() {
             unknown.sort_unstable();
-            return Err(format!(
-                "Unknown setting(s): {}. The known settings are: {}.",
-                unknown.join(", "),
-                KNOWN.join(", ")
-            ));
+            return Err(Error::UnknownSettings(unknown));
         }
         let mut settings = Settings::default();
-        for (key, value) in &fields {
+        for (setting, value) in KNOWN.iter().filter_map(|k| fields.get(*k).map(|v| (*k, v))) {
             // An explicit null means "use the default", as Helm values often render it.
             if value.is_null() {
                 continue;
             }
-            match key.as_str() {
-                "capiApiVersion" => settings.capi_api_version = api_version(key, value)?,
+            match setting {
+                "capiApiVersion" => settings.capi_api_version = version(setting, value)?,
                 "controlPlaneApiVersion" => {
-                    settings.control_plane_api_version = api_version(key, value)?
+                    settings.control_plane_api_version = version(setting, value)?
                 }
-                "metal3ApiVersion" => settings.metal3_api_version = api_version(key, value)?,
+                "metal3ApiVersion" => settings.metal3_api_version = version(setting, value)?,
                 "countScaledDownMachineSets" => {
-                    settings.count_scaled_down_machine_sets = boolean(key, value)?
+                    settings.count_scaled_down_machine_sets = boolean(setting, value)?
                 }
                 "failOpenOnLookupError" => {
-                    settings.fail_open_on_lookup_error = boolean(key, value)?
+                    settings.fail_open_on_lookup_error = boolean(setting, value)?
                 }
-                "mutateMetal3Machines" => settings.mutate_metal3_machines = boolean(key, value)?,
-                "nodeReuseAnnotation" => settings.node_reuse_annotation = string(key, value)?,
-                "sourceTemplateAnnotation" => {
-                    settings.source_template_annotation = string(key, value)?
+                "mutateMetal3Machines" => {
+                    settings.mutate_metal3_machines = boolean(setting, value)?
                 }
-                _ => {}
+                "nodeReuseAnnotation" => settings.node_reuse_annotation = string(setting, value)?,
+                _ => settings.source_template_annotation = string(setting, value)?,
             }
         }
         Ok(settings)
     }
 }
 
-/// Whether `key` is a valid Kubernetes annotation key: an optional DNS-subdomain prefix and `/`,
+/// Why `key` is not a valid Kubernetes annotation key: an optional DNS-subdomain prefix and `/`,
 /// then a name of at most 63 characters that starts and ends with an alphanumeric character.
-pub fn annotation_key_problem(key: &str) -> Option<&'static str> {
+pub fn annotation_key_problem(key: &str) -> Option<KeyProblem> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -179,75 +175,109 @@ pub fn annotation_key_problem(key: &str) -> Option<&'static str> {
                 && !label.ends_with('-')
         };
         if prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(label_ok) {
-            return Some("its prefix must be a lowercase DNS subdomain such as example.com");
+            return Some(KeyProblem::Prefix);
         }
     }
     let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     if name.is_empty() || name.len() > 63 {
-        return Some("its name part must have 1 to 63 characters");
+        return Some(KeyProblem::NameLength);
     }
     if !edge_ok(name.chars().next()) || !edge_ok(name.chars().last()) {
-        return Some("its name part must start and end with a letter or digit");
+        return Some(KeyProblem::NameEdges);
     }
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Some("its name part may only hold letters, digits, '-', '_' and '.'");
+        return Some(KeyProblem::NameCharacters);
     }
     None
 }
 
-impl Validatable for Settings {
-    fn validate(&self) -> Result<(), String> {
+/// Prefixes the policy must never write under: Cluster API's own (its controllers and clusterctl
+/// read them) and the ones Kubernetes reserves, each with its subdomains.
+const RESERVED_PREFIXES: [&str; 3] = ["cluster.x-k8s.io", "kubernetes.io", "k8s.io"];
+
+/// Whether writing `key` could overwrite an annotation that Cluster API, Kubernetes or the policy
+/// itself reads.
+pub fn is_reserved_annotation_key(key: &str) -> bool {
+    let reserved_prefix = key.rsplit_once('/').is_some_and(|(prefix, _)| {
+        RESERVED_PREFIXES.iter().any(|reserved| {
+            prefix == *reserved
+                || prefix
+                    .strip_suffix(reserved)
+                    .is_some_and(|sub| sub.ends_with('.'))
+        })
+    });
+    reserved_prefix || [CLONED_FROM_NAME, CLONED_FROM_GROUPKIND, DELETE_FOR_MOVE].contains(&key)
+}
+
+impl Settings {
+    pub fn validate(&self) -> Result<(), Error> {
         for (setting, key) in [
             ("nodeReuseAnnotation", &self.node_reuse_annotation),
             ("sourceTemplateAnnotation", &self.source_template_annotation),
         ] {
             if let Some(problem) = annotation_key_problem(key) {
-                return Err(format!(
-                    "The setting {setting} is not a valid annotation key ({key:?}): {problem}."
-                ));
+                return Err(Error::AnnotationKey {
+                    setting,
+                    key: key.clone(),
+                    problem,
+                });
+            }
+            if is_reserved_annotation_key(key) {
+                return Err(Error::ReservedAnnotationKey {
+                    setting,
+                    key: key.clone(),
+                });
             }
         }
         if self.node_reuse_annotation == self.source_template_annotation {
-            return Err(
-                "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys."
-                    .to_string(),
-            );
+            return Err(Error::SameAnnotationKeys);
         }
         Ok(())
     }
 }
 
-/// Parses and validates a settings payload; the error is the sentence to show the user.
-pub fn parse_and_validate(payload: &[u8]) -> Result<Settings, String> {
-    let value: Value = serde_json::from_slice(payload)
-        .map_err(|e| format!("The settings are not valid JSON: {e}."))?;
+/// Parses and validates settings given as JSON.
+pub fn parse_and_validate(value: Value) -> Result<Settings, Error> {
     let settings = Settings::try_from(value)?;
     settings.validate()?;
     Ok(settings)
 }
 
+/// Parses and validates a settings payload.
+pub fn parse_payload(payload: &[u8]) -> Result<Settings, Error> {
+    let value: Value =
+        serde_json::from_slice(payload).map_err(|e| Error::SettingsNotJson(e.to_string()))?;
+    parse_and_validate(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::describe;
     use rstest::rstest;
+
+    /// The sentence a user reads for a settings payload.
+    fn sentence(payload: &[u8]) -> Result<Settings, String> {
+        parse_payload(payload).map_err(|e| describe(&e))
+    }
     use serde_json::json;
 
     #[test]
     fn empty_settings_take_every_default() {
-        assert_eq!(parse_and_validate(b"{}"), Ok(Settings::default()));
-        assert_eq!(parse_and_validate(b"null"), Ok(Settings::default()));
+        assert_eq!(sentence(b"{}"), Ok(Settings::default()));
+        assert_eq!(sentence(b"null"), Ok(Settings::default()));
     }
 
     #[test]
     fn every_setting_is_read() {
-        let settings = parse_and_validate(
+        let settings = sentence(
             json!({
                 "capiApiVersion": "v1beta2",
-                "controlPlaneApiVersion": "v1beta2",
-                "metal3ApiVersion": "v1beta2",
+                "controlPlaneApiVersion": "v1beta1",
+                "metal3ApiVersion": "auto",
                 "countScaledDownMachineSets": true,
                 "failOpenOnLookupError": true,
                 "mutateMetal3Machines": false,
@@ -261,9 +291,9 @@ mod tests {
         assert_eq!(
             settings,
             Settings {
-                capi_api_version: ApiVersion::V1beta2,
-                control_plane_api_version: ApiVersion::V1beta2,
-                metal3_api_version: ApiVersion::V1beta2,
+                capi_api_version: VersionChoice::Fixed(Version::V1beta2),
+                control_plane_api_version: VersionChoice::Fixed(Version::V1beta1),
+                metal3_api_version: VersionChoice::Auto,
                 count_scaled_down_machine_sets: true,
                 fail_open_on_lookup_error: true,
                 mutate_metal3_machines: false,
@@ -276,30 +306,34 @@ mod tests {
     #[test]
     fn null_means_default() {
         assert_eq!(
-            parse_and_validate(br#"{"capiApiVersion": null}"#),
+            sentence(br#"{"capiApiVersion": null}"#),
             Ok(Settings::default())
         );
     }
 
     #[rstest]
     #[case::unknown_field(json!({"capiVersion": "v1beta2", "alpha": 1}), "Unknown setting(s): alpha, capiVersion. The known settings are: capiApiVersion, controlPlaneApiVersion, metal3ApiVersion, countScaledDownMachineSets, failOpenOnLookupError, mutateMetal3Machines, nodeReuseAnnotation, sourceTemplateAnnotation.")]
-    #[case::bad_version(json!({"metal3ApiVersion": "v1alpha5"}), "The setting metal3ApiVersion must be \"v1beta1\" or \"v1beta2\", not \"v1alpha5\".")]
+    #[case::bad_version(json!({"metal3ApiVersion": "v1alpha5"}), "The setting metal3ApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v1alpha5\".")]
     #[case::bad_bool(json!({"failOpenOnLookupError": "yes"}), "The setting failOpenOnLookupError must be true or false, not \"yes\".")]
     #[case::bad_string(json!({"nodeReuseAnnotation": 3}), "The setting nodeReuseAnnotation must be a string, not 3.")]
     #[case::not_an_object(json!(["v1beta2"]), "The settings must be an object of named settings, not [\"v1beta2\"].")]
     #[case::bad_key_prefix(json!({"nodeReuseAnnotation": "Example.com/reuse"}), "The setting nodeReuseAnnotation is not a valid annotation key (\"Example.com/reuse\"): its prefix must be a lowercase DNS subdomain such as example.com.")]
     #[case::bad_key_name(json!({"sourceTemplateAnnotation": "example.com/-from"}), "The setting sourceTemplateAnnotation is not a valid annotation key (\"example.com/-from\"): its name part must start and end with a letter or digit.")]
+    #[case::capi_owned_key(json!({"nodeReuseAnnotation": "cluster.x-k8s.io/cloned-from-name"}), "The setting nodeReuseAnnotation names \"cluster.x-k8s.io/cloned-from-name\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
+    #[case::capi_subdomain_key(json!({"sourceTemplateAnnotation": "clusterctl.cluster.x-k8s.io/delete-for-move"}), "The setting sourceTemplateAnnotation names \"clusterctl.cluster.x-k8s.io/delete-for-move\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
+    #[case::kubernetes_key(json!({"nodeReuseAnnotation": "node.kubernetes.io/reuse"}), "The setting nodeReuseAnnotation names \"node.kubernetes.io/reuse\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
+    #[case::k8s_io_key(json!({"nodeReuseAnnotation": "k8s.io/reuse"}), "The setting nodeReuseAnnotation names \"k8s.io/reuse\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
     #[case::same_keys(json!({"nodeReuseAnnotation": "a/b", "sourceTemplateAnnotation": "a/b"}), "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.")]
     fn invalid_settings_are_explained(#[case] value: Value, #[case] message: &str) {
         assert_eq!(
-            parse_and_validate(value.to_string().as_bytes()),
+            sentence(value.to_string().as_bytes()),
             Err(message.to_string())
         );
     }
 
     #[test]
     fn settings_that_are_not_json_are_explained() {
-        let err = parse_and_validate(b"{capiApiVersion").unwrap_err();
+        let err = sentence(b"{capiApiVersion").unwrap_err();
         assert!(
             err.starts_with("The settings are not valid JSON: "),
             "{err}"
@@ -325,6 +359,31 @@ mod tests {
         Some("its prefix must be a lowercase DNS subdomain such as example.com")
     )]
     fn annotation_keys(#[case] key: &str, #[case] problem: Option<&str>) {
-        assert_eq!(annotation_key_problem(key), problem);
+        let sentence = |p: KeyProblem| {
+            describe(&Error::AnnotationKey {
+                setting: "s",
+                key: String::new(),
+                problem: p,
+            })
+        };
+        assert_eq!(
+            annotation_key_problem(key).map(sentence),
+            problem.map(|p| format!("The setting s is not a valid annotation key (\"\"): {p}."))
+        );
+    }
+
+    #[rstest]
+    #[case::own_domain("example.com/node-reuse", false)]
+    #[case::lookalike_domain("mycluster.x-k8s.io.example.com/a", false)]
+    #[case::not_a_subdomain("notcluster.x-k8s.io/a", false)]
+    #[case::capi("cluster.x-k8s.io/a", true)]
+    #[case::capi_subdomain("clusterctl.cluster.x-k8s.io/a", true)]
+    #[case::kubernetes("kubernetes.io/a", true)]
+    #[case::kubernetes_subdomain("node.kubernetes.io/a", true)]
+    #[case::k8s("k8s.io/a", true)]
+    #[case::k8s_subdomain("x.k8s.io/a", true)]
+    #[case::unprefixed("node-reuse", false)]
+    fn reserved_annotation_keys(#[case] key: &str, #[case] reserved: bool) {
+        assert_eq!(is_reserved_annotation_key(key), reserved);
     }
 }

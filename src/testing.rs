@@ -28,6 +28,9 @@ type Key = (&'static str, String, String, String);
 #[derive(Default)]
 pub struct FakeCluster {
     answers: BTreeMap<Key, Result<String, String>>,
+    /// A version the simulated release does not serve: calls at it with no answer of their own
+    /// get the host's not-served text.
+    unserved: Option<&'static str>,
     calls: RefCell<Vec<String>>,
 }
 
@@ -74,6 +77,22 @@ impl FakeCluster {
         )
     }
 
+    /// A release that serves only v1beta1 (Cluster API before 1.11).
+    pub fn v1beta1_only() -> Self {
+        FakeCluster {
+            unserved: Some("v1beta2"),
+            ..Self::default()
+        }
+    }
+
+    /// A release that serves only v1beta2 (Cluster API after v1beta1 is dropped).
+    pub fn v1beta2_only() -> Self {
+        FakeCluster {
+            unserved: Some("v1beta1"),
+            ..Self::default()
+        }
+    }
+
     /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<String> {
         self.calls.borrow().clone()
@@ -84,7 +103,13 @@ impl FakeCluster {
         match self.answers.get(&key) {
             Some(Ok(json)) => Ok(json.clone().into_bytes()),
             Some(Err(error)) => Err(error.clone()),
-            None => Err(format!("FakeCluster has no answer for: {call}")),
+            None => match self.unserved {
+                Some(version) if key.1.ends_with(&format!("/{version}")) => Err(format!(
+                    "Callback evaluation failure: Cannot find resource {}/{}",
+                    key.1, key.2
+                )),
+                _ => Err(format!("FakeCluster has no answer for: {call}")),
+            },
         }
     }
 }

@@ -40,7 +40,7 @@ fn list(api_version: &str, kind: &str, files: &[&str]) -> String {
 /// The v1beta1 lists of a namespace with one MachineDeployment, its old MachineSet, a KCP, no
 /// RKE2 provider and one Metal3Machine.
 fn v1_namespace() -> FakeCluster {
-    FakeCluster::new()
+    FakeCluster::v1beta1_only()
         .answer_list(
             V1_MD,
             "MachineDeployment",
@@ -81,12 +81,17 @@ fn v1_namespace() -> FakeCluster {
         )
 }
 
-const V1_LISTS: [&str; 6] = [
+/// With the default `auto` versions on a v1beta1-only release: one v1beta2 try per provider.
+const V1_LISTS: [&str; 10] = [
+    "list cluster.x-k8s.io/v1beta2 MachineDeployment edge-sites masks=[spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef]",
     "list cluster.x-k8s.io/v1beta1 MachineDeployment edge-sites masks=[spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef]",
     "list cluster.x-k8s.io/v1beta1 MachineSet edge-sites masks=[spec.replicas, spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef, status.replicas]",
-    "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites masks=[spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
+    "list controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
+    "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
+    "list controlplane.cluster.x-k8s.io/v1beta2 RKE2ControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
     "list controlplane.cluster.x-k8s.io/v1beta1 RKE2ControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
-    "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites masks=[spec.controlPlane.machineInfrastructure, spec.workers]",
+    "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites masks=[spec.controlPlane.machineInfrastructure, spec.controlPlane.ref, spec.controlPlane.templateRef, spec.infrastructure, spec.workers]",
+    "list infrastructure.cluster.x-k8s.io/v1beta2 Metal3Machine edge-sites masks=[metadata.name]",
     "list infrastructure.cluster.x-k8s.io/v1beta1 Metal3Machine edge-sites masks=[metadata.name]",
 ];
 
@@ -232,7 +237,7 @@ fn failed_cluster_lookup_fails_closed() {
 
 /// MachineDeployments list fine; listing MachineSets is forbidden.
 fn machine_sets_forbidden() -> FakeCluster {
-    FakeCluster::new()
+    FakeCluster::v1beta1_only()
         .answer_list(
             V1_MD,
             "MachineDeployment",
@@ -255,7 +260,8 @@ fn failed_list_fails_closed_and_stops_looking() {
         response.message.as_deref(),
         Some("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true.")
     );
-    assert_eq!(cluster.calls().len(), 2);
+    // MachineDeployment at v1beta2 (not served), at v1beta1, then MachineSet at v1beta1.
+    assert_eq!(cluster.calls().len(), 3);
 }
 
 #[test]
@@ -269,7 +275,8 @@ fn failed_list_can_fail_open_with_a_warning() {
     assert!(response.accepted);
     let warnings = response.warnings.unwrap();
     assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].starts_with("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and accepted the deletion because failOpenOnLookupError is true"), "{}", warnings[0]);
+    assert_eq!(warnings[0], "Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. Deleted Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e unchecked (failOpenOnLookupError): listing MachineSet objects (cluster.x-k8s.io/v1beta1) …");
+    assert_eq!(warnings[0].chars().count(), 256);
 }
 
 #[test]
@@ -279,14 +286,19 @@ fn capi_kind_not_served_points_at_the_version_setting() {
         "MachineDeployment",
         "Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found",
     );
+    let cluster = cluster.answer_list(
+        V1_MD,
+        "MachineDeployment",
+        &list(V1_MD, "MachineDeployment", &[]),
+    );
     let response = run("guard-lookup-failure", v2(), &cluster);
     assert_eq!(response.code, Some(500));
-    assert!(response.message.unwrap().contains("the API server does not serve this kind at this version. Set capiApiVersion to a version your installed provider serves."));
+    assert_eq!(response.message.as_deref(), Some("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version (Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found). Set capiApiVersion to auto (or v1beta1). To accept deletions when a lookup fails, set failOpenOnLookupError to true."));
 }
 
 #[test]
 fn access_not_granted_points_at_context_aware_resources() {
-    let cluster = FakeCluster::new().fail_list(
+    let cluster = FakeCluster::v1beta1_only().fail_list(
         V1_MD,
         "MachineDeployment",
         "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineDeployment resources. The violation has been reported.",
@@ -302,7 +314,7 @@ fn delete_without_old_object_is_rejected_as_bad_request() {
     assert_eq!(response.code, Some(400));
     assert_eq!(
         response.message.as_deref(),
-        Some("capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e: the request carries no oldObject. The deletion was refused; retry it, and report this if it persists.")
+        Some("capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e and refused it: the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server.")
     );
     assert!(cluster.calls().is_empty());
 }
@@ -329,7 +341,7 @@ fn unreadable_payload_is_rejected_with_a_sentence() {
     assert!(!response.accepted);
     assert_eq!(response.code, Some(400));
     assert!(response.message.unwrap().starts_with(
-        "capi-template-guard cannot read this admission request: key must be a string"
+        "capi-template-guard cannot evaluate this request: the admission request cannot be read (key must be a string"
     ));
 }
 
@@ -341,7 +353,7 @@ fn invalid_settings_in_a_request_are_rejected() {
         &FakeCluster::new(),
     );
     assert_eq!(response.code, Some(400));
-    assert_eq!(response.message.as_deref(), Some("capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"v1beta1\" or \"v1beta2\", not \"v2\"."));
+    assert_eq!(response.message.as_deref(), Some("capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\"."));
 }
 
 #[test]
@@ -449,7 +461,7 @@ fn missing_template_never_blocks_creation() {
     assert_eq!(response.mutated_object, None);
     assert_eq!(
         response.warnings,
-        Some(vec!["capi-template-guard did not copy nodeReuse and automatedCleaningMode onto Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z: its template Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e does not exist.".to_string()])
+        Some(vec!["Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z created without its template's nodeReuse and automatedCleaningMode: its template Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e does not exist.".to_string()])
     );
 }
 
@@ -459,7 +471,9 @@ fn failed_template_lookup_never_blocks_creation() {
     let response = run("mutate-template-missing", v2(), &cluster);
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
-    assert!(response.warnings.unwrap()[0].contains("getting Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e (infrastructure.cluster.x-k8s.io/v1beta2) failed"));
+    let warning = &response.warnings.unwrap()[0];
+    assert!(warning.starts_with("Check that the policy server's service account may get, list and watch metal3machinetemplates.infrastructure.cluster.x-k8s.io. Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z created without"), "{warning}");
+    assert!(warning.chars().count() <= 256);
 }
 
 #[test]
@@ -526,7 +540,7 @@ fn missing_owner_never_blocks_creation() {
     assert_eq!(response.mutated_object, None);
     assert_eq!(
         response.warnings,
-        Some(vec!["capi-template-guard did not copy nodeReuse and automatedCleaningMode onto Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z: its owner MachineSet gone does not exist or names no Metal3MachineTemplate.".to_string()])
+        Some(vec!["Metal3Machine edge-sites/edge-a-md-storage-7c4b9d5f8-q2m9z created without its template's nodeReuse and automatedCleaningMode: its owner MachineSet gone does not exist or names no Metal3MachineTemplate.".to_string()])
     );
 }
 
@@ -539,7 +553,7 @@ fn machine_without_any_source_never_blocks_creation() {
     );
     assert!(response.accepted);
     assert!(response.warnings.unwrap()[0].contains(
-        "it has no cluster.x-k8s.io/cloned-from-name annotation naming a Metal3MachineTemplate"
+        "it has no valid cluster.x-k8s.io/cloned-from-name annotation naming a Metal3MachineTemplate"
     ));
     assert!(cluster.calls().is_empty());
 }
