@@ -255,3 +255,109 @@ patch_is() {
   message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server does not serve this kind at this version."
   message_has "Set capiApiVersion to a version your installed provider serves."
 }
+
+# ---------------------------------------------------------------------------------------------
+# The publication path: the annotated module pushed to an OCI registry, then pulled, inspected and
+# run from registry:// as users do. The registry is Debian's docker-registry, started by the case
+# on 127.0.0.1 at a free port and stopped by teardown.
+
+REGISTRY_PID=""
+
+# start_registry: serves an empty registry on 127.0.0.1; leaves host:port in $REGISTRY.
+start_registry() {
+  local dir="$BATS_TEST_TMPDIR/registry" port attempt
+  mkdir -p "$dir/data"
+  for attempt in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi # taken
+    printf '%s\n' 'version: 0.1' 'log: {level: error}' \
+      "storage: {filesystem: {rootdirectory: $dir/data}}" "http: {addr: 127.0.0.1:$port}" \
+      >"$dir/config.yml"
+    # fd 3 is bats' own output; the registry must not hold it open.
+    docker-registry serve "$dir/config.yml" >"$dir/log" 2>&1 3>&- &
+    REGISTRY_PID=$!
+    for _ in $(seq 100); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        REGISTRY="127.0.0.1:$port"
+        return 0
+      fi
+      kill -0 "$REGISTRY_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    stop_registry
+  done
+  echo "the local registry did not start (attempt $attempt): $(cat "$dir/log")" >&2
+  return 1
+}
+
+stop_registry() {
+  if [ -n "$REGISTRY_PID" ]; then
+    kill "$REGISTRY_PID" 2>/dev/null
+    wait "$REGISTRY_PID" 2>/dev/null
+    REGISTRY_PID=""
+  fi
+  return 0
+}
+
+teardown() {
+  stop_registry
+}
+
+# kw ARGS...: runs kwctl, leaving stdout in $output and stderr in $stderr; fails on failure.
+kw() {
+  run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" "$@"
+  if [ "$status" -ne 0 ]; then
+    echo "kwctl $1 failed ($status): $stderr $output" >&2
+    return 1
+  fi
+}
+
+@test "publication: push to a registry, then pull, inspect, verify and run from registry://" {
+  case "$(basename "$KWCTL")" in
+    testhost*) skip "needs a real kwctl: the test host ($KWCTL) cannot push to or pull from a registry" ;;
+  esac
+  command -v docker-registry >/dev/null 2>&1 ||
+    skip "needs docker-registry on PATH (Debian and Ubuntu: apt-get install docker-registry)"
+  start_registry
+  # kwctl keeps its store and configuration here, not in the user's home.
+  export XDG_CACHE_HOME="$BATS_TEST_TMPDIR/cache" XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/config"
+  export NO_PROXY="127.0.0.1${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1${no_proxy:+,$no_proxy}"
+  local sources="$BATS_TEST_TMPDIR/sources.yml"
+  printf 'insecure_sources:\n  - "%s"\n' "$REGISTRY" >"$sources"
+  local version
+  version="$(sed -n 's/^  io\.kubewarden\.policy\.version: *//p' metadata.yml)"
+  local uri="registry://$REGISTRY/capi-template-guard/policies/capi-template-guard:v$version"
+
+  kw push --sources-path "$sources" "$POLICY" "$uri"
+
+  # What users do: pull into the store, inspect, run by URI.
+  kw pull --sources-path "$sources" "$uri"
+  kw inspect --sources-path "$sources" --output yaml "$uri"
+  grep -Eq "io\.kubewarden\.policy\.version: '?$version'?$" <<<"$output"
+  grep -q "io.kubewarden.policy.ociUrl: ghcr.io/capi-template-guard/policies/capi-template-guard" <<<"$output"
+  grep -q "No sigstore signatures found" <<<"$output"
+
+  # The module carries no signature here, so the verification the README shows must refuse it,
+  # and so must the PolicyServer config of examples/policy-server-verification.yaml.
+  run --separate-stderr "$KWCTL" verify --sources-path "$sources" \
+    --github-owner capi-template-guard --github-repo capi-template-guard "$uri"
+  [ "$status" -ne 0 ]
+  sed -n '/^  verification-config: |$/,$p' examples/policy-server-verification.yaml | tail -n +2 |
+    sed 's/^    //' >"$BATS_TEST_TMPDIR/verification-config.yml"
+  run --separate-stderr "$KWCTL" verify --sources-path "$sources" \
+    --verification-config-path "$BATS_TEST_TMPDIR/verification-config.yml" "$uri"
+  [ "$status" -ne 0 ]
+  ! grep -qi "parse\|unknown field\|invalid" <<<"$output$stderr"
+
+  local case=guard-row1-machineset-v1beta2
+  kw run --sources-path "$sources" --request-path "test_data/requests/$case.json" \
+    --settings-json "$(cat "test_data/settings/$case.json")" --allow-context-aware \
+    --replay-host-capabilities-interactions "test_data/sessions/$case.yml" "$uri"
+  rejected_with 409
+  message_has "is still in use and was not deleted."
+
+  # The registry serves the very bytes that were pushed.
+  kw pull --sources-path "$sources" --output-path "$BATS_TEST_TMPDIR/pulled.wasm" "$uri"
+  cmp "$POLICY" "$BATS_TEST_TMPDIR/pulled.wasm"
+  stop_registry
+}
