@@ -469,8 +469,8 @@ fn markdown_link_targets(text: &str) -> Vec<(usize, String)> {
 }
 
 /// Words that look like paths of repository files: `dir/file.ext`, `../file.ext#anchor` or a bare
-/// `file.ext`, with an extension of LINKED_EXTENSIONS. URLs, absolute paths and host names
-/// (`helm.sh/resource-policy`) are not.
+/// `file.ext`, with an extension of LINKED_EXTENSIONS, and `dir/Dockerfile`. URLs, absolute paths
+/// and host names (`helm.sh/resource-policy`) are not.
 fn path_like_words(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -481,11 +481,12 @@ fn path_like_words(text: &str) -> Vec<(usize, String)> {
             // A sentence may end right after the word.
             let word = word.trim_end_matches('.');
             let path = word.split('#').next().unwrap_or("");
-            let Some((_, extension)) = path.rsplit_once('.') else {
-                continue;
-            };
+            let linked = path.ends_with("/Dockerfile")
+                || path
+                    .rsplit_once('.')
+                    .is_some_and(|(_, extension)| LINKED_EXTENSIONS.contains(&extension));
             // "//host/..." is what is left of a URL after its scheme.
-            if !LINKED_EXTENSIONS.contains(&extension) || path.starts_with('/') {
+            if !linked || path.starts_with('/') {
                 continue;
             }
             if let Some((first, _)) = path.split_once('/') {
@@ -593,7 +594,7 @@ fn relative_links_in_the_readme_and_the_examples_lead_somewhere() {
 #[test]
 fn the_link_check_finds_what_it_should() {
     let words: Vec<String> = path_like_words(
-        "see docs/operator-guide.md, ../README.md#installing and make_cases.py.\n\
+        "see docs/operator-guide.md, ../README.md#installing, image/Dockerfile and make_cases.py.\n\
          helm.sh/resource-policy https://github.com/o/r/blob/main/x.yml /bin/sh /etc/x.yaml",
     )
     .into_iter()
@@ -604,6 +605,7 @@ fn the_link_check_finds_what_it_should() {
         vec![
             "docs/operator-guide.md",
             "../README.md#installing",
+            "image/Dockerfile",
             "make_cases.py"
         ]
     );
