@@ -20,11 +20,9 @@ setup() {
       *) POLICY=policy.wasm ;;
     esac
   fi
+  # Explicit v1beta2 versions; every other case runs with the default settings ('{}': `auto`).
   V2='{"capiApiVersion":"v1beta2","controlPlaneApiVersion":"v1beta2","metal3ApiVersion":"v1beta2"}'
 }
-
-# v2_with JSON: the v1beta2 settings plus JSON.
-v2_with() { jq -cn --argjson a "$V2" --argjson b "$1" '$a + $b'; }
 
 # evaluate CASE SETTINGS [SESSION]: runs the policy; leaves the JSON line in $output. Fails when
 # the policy made fewer host calls than the session holds, unless LEFTOVERS_EXPECTED is set.
@@ -76,36 +74,36 @@ patch_is() {
 }
 
 @test "row 1: an old MachineSet keeps the previous template (v1beta2)" {
-  evaluate guard-row1-machineset-v1beta2 "$V2"
+  evaluate guard-row1-machineset-v1beta2 '{}'
   rejected_with 409
   message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
 }
 
 @test "row 1: a MachineSet scaled to zero with no machines left releases its template" {
-  evaluate guard-row1-scaled-down-machineset "$V2"
+  evaluate guard-row1-scaled-down-machineset '{}'
   allowed
 }
 
 @test "row 1: countScaledDownMachineSets makes a scaled-down MachineSet keep its template" {
-  evaluate guard-row1-scaled-down-machineset "$(v2_with '{"countScaledDownMachineSets":true}')"
+  evaluate guard-row1-scaled-down-machineset '{"countScaledDownMachineSets":true}'
   rejected_with 409
   message_has "MachineSet edge-a-md-storage-5f7d9c8b6"
 }
 
 @test "rows 1-3: referrers being deleted do not keep a template" {
-  evaluate guard-row1-deleting-referrers "$V2"
+  evaluate guard-row1-deleting-referrers '{}'
   allowed
 }
 
 @test "row 1: a bootstrap template is kept by its MachineDeployment, and only MD/MS/ClusterClass are read" {
-  evaluate guard-row1-bootstrap-template "$V2"
+  evaluate guard-row1-bootstrap-template '{}'
   rejected_with 409
   message_has "KubeadmConfigTemplate edge-sites/edge-a-workers-kct-9a4f01 is still in use"
   message_has "MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"
 }
 
 @test "row 2: a KubeadmControlPlane keeps its machine template (v1beta2), with its Metal3Machine (row 4)" {
-  evaluate guard-row2-kubeadmcontrolplane "$V2"
+  evaluate guard-row2-kubeadmcontrolplane '{}'
   rejected_with 409
   message_has "KubeadmControlPlane edge-a-cp (spec.machineTemplate.spec.infrastructureRef)"
   message_has "Metal3Machine edge-a-cp-h8w2q (metadata.annotations[cluster.x-k8s.io/cloned-from-name])"
@@ -118,36 +116,36 @@ patch_is() {
 }
 
 @test "row 3: a ClusterClass keeps a worker class bootstrap template" {
-  evaluate guard-row3-clusterclass "$V2"
+  evaluate guard-row3-clusterclass '{}'
   rejected_with 409
   message_has "ClusterClass metal3-kubeadm (spec.workers.machineDeployments[class=storage].bootstrap.templateRef)"
   message_has "Change or delete the ClusterClass first."
 }
 
 @test "row 4: a deleting Metal3Machine keeps a nodeReuse template" {
-  evaluate guard-row4-metal3machine "$V2"
+  evaluate guard-row4-metal3machine '{}'
   rejected_with 409
   message_has "It is referenced by Metal3Machine edge-a-md-storage-5f7d9c8b6-x7k2p"
   message_has "The template sets nodeReuse: true"
 }
 
 @test "row 5: clusterctl move deletes are accepted without any lookup" {
-  evaluate guard-row5-clusterctl-move "$V2"
+  evaluate guard-row5-clusterctl-move '{}'
   allowed
 }
 
 @test "row 6: a template whose Cluster is being deleted is released" {
-  evaluate guard-row6-cluster-deleting "$V2"
+  evaluate guard-row6-cluster-deleting '{}'
   allowed
 }
 
 @test "row 6: a template whose Cluster is gone is released" {
-  evaluate guard-row6-cluster-gone "$V2"
+  evaluate guard-row6-cluster-gone '{}'
   allowed
 }
 
 @test "row 6: a template whose Cluster lives stays kept" {
-  evaluate guard-row6-cluster-live "$V2"
+  evaluate guard-row6-cluster-live '{}'
   rejected_with 409
   message_has "MachineDeployment edge-a-md-storage"
 }
@@ -168,57 +166,58 @@ patch_is() {
 @test "failOpenOnLookupError accepts a failed lookup with a warning" {
   evaluate guard-lookup-failure '{"failOpenOnLookupError":true}'
   jq -e '.allowed == true and .status == null' <<<"$output"
-  jq -e '.warnings | length == 1 and (.[0] | contains("accepted the deletion because failOpenOnLookupError is true"))' <<<"$output"
+  jq -e '.warnings | length == 1 and (.[0] | startswith("Check that the policy server'"'"'s service account may get, list and watch machinesets.cluster.x-k8s.io.")) and (.[0] | contains("unchecked (failOpenOnLookupError)")) and (.[0] | length <= 256)' <<<"$output"
 }
 
 @test "host calls that do not match the session fail closed, naming the replay error" {
-  # The v1beta1 request replayed against a session of v1beta2 lookups.
-  LEFTOVERS_EXPECTED=1 evaluate guard-row1-machinedeployment-v1beta1 '{}' guard-row1-machineset-v1beta2
+  # A machine template's lookups replayed against the session of a bootstrap template, which
+  # expects ClusterClasses where the policy lists KubeadmControlPlanes.
+  LEFTOVERS_EXPECTED=1 evaluate guard-row1-machineset-v1beta2 '{}' guard-row1-bootstrap-template
   rejected_with 500
   message_has "Replay error: unexpected request"
 }
 
 @test "deleting a Metal3Machine and updating a template need no lookup" {
-  evaluate guard-delete-metal3machine "$V2"
+  evaluate guard-delete-metal3machine '{}'
   allowed
-  evaluate guard-update-template "$V2"
+  evaluate guard-update-template '{}'
   allowed
 }
 
 @test "a DELETE without oldObject is refused as a bad request" {
-  evaluate guard-delete-without-oldobject "$V2"
+  evaluate guard-delete-without-oldobject '{}'
   rejected_with 400
-  message_has "the request carries no oldObject"
+  message_has "the API server sent no oldObject with the DELETE"
 }
 
 @test "mutation: a new Metal3Machine gets node reuse, source template and cleaning mode" {
-  evaluate mutate-create-from-annotations "$V2"
+  evaluate mutate-create-from-annotations '{}'
   jq -e '.allowed == true and .patchType == "JSONPatch"' <<<"$output"
   patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: annotation keys come from the settings" {
-  evaluate mutate-create-from-annotations "$(v2_with '{"nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}')"
+  evaluate mutate-create-from-annotations '{"nodeReuseAnnotation":"example.com/node-reuse","sourceTemplateAnnotation":"example.com/template"}'
   patch_is "[$(add /metadata/annotations/example.com~1node-reuse true),$(add /metadata/annotations/example.com~1template edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: without cloned-from annotations the MachineSet owner names the template" {
-  evaluate mutate-create-owner-fallback "$V2"
+  evaluate mutate-create-owner-fallback '{}'
   patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
 }
 
 @test "mutation: a cleaning mode the machine already has is never overridden" {
-  evaluate mutate-keeps-machine-cleaning-mode "$V2"
+  evaluate mutate-keeps-machine-cleaning-mode '{}'
   patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e)]"
 }
 
 @test "mutation: a machine that already carries the intent gets no patch" {
-  evaluate mutate-already-mutated "$V2"
+  evaluate mutate-already-mutated '{}'
   allowed
 }
 
 @test "mutation: a missing template never blocks creation, and says why" {
-  evaluate mutate-template-missing "$V2"
+  evaluate mutate-template-missing '{}'
   jq -e '.allowed == true and .patch == null' <<<"$output"
   jq -e '.warnings[0] | contains("its template Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e does not exist")' <<<"$output"
 }
@@ -229,7 +228,7 @@ patch_is() {
 }
 
 @test "mutation: UPDATE of a Metal3Machine is left alone" {
-  evaluate mutate-update-ignored "$V2"
+  evaluate mutate-update-ignored '{}'
   allowed
 }
 
@@ -249,11 +248,80 @@ patch_is() {
   grep -q "The setting nodeReuseAnnotation is not a valid annotation key" <<<"$output$stderr"
 }
 
-@test "a CAPI kind not served at the configured version is refused, pointing at the setting" {
+@test "an explicit capiApiVersion the release does not serve is refused, naming the setting" {
   evaluate guard-capi-version-not-served "$V2"
   rejected_with 500
-  message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server does not serve this kind at this version."
-  message_has "Set capiApiVersion to a version your installed provider serves."
+  message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version"
+  message_has "Set capiApiVersion to auto (or v1beta1)."
+}
+
+@test "safe by default: an explicit controlPlaneApiVersion v1beta2 on Cluster API 1.10 never counts KubeadmControlPlanes as none" {
+  evaluate guard-wrong-explicit-setting '{"controlPlaneApiVersion":"v1beta2"}'
+  rejected_with 500
+  message_has "listing KubeadmControlPlane objects (controlplane.cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves KubeadmControlPlane at v1beta1"
+  message_has "Set controlPlaneApiVersion to auto (or v1beta1)."
+}
+
+@test "safe by default: explicit v1beta2 settings on a release that serves it" {
+  evaluate guard-explicit-v1beta2 "$V2"
+  rejected_with 409
+  message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
+}
+
+@test "safe by default: a v1beta1-only release, no settings (one v1beta2 try per provider)" {
+  evaluate guard-v1beta1-release '{}'
+  rejected_with 409
+  message_has "MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef)."
+}
+
+@test "safe by default: a v1beta2-only release, no settings, keeps a referenced template" {
+  evaluate guard-v1beta2-release-kept '{}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6"
+}
+
+@test "safe by default: a v1beta2-only release, no settings, deletes an unreferenced template" {
+  evaluate guard-v1beta2-release-unused '{}'
+  allowed
+}
+
+@test "safe by default: an RKE2 provider older than Cluster API is read at v1beta1 and keeps its template" {
+  evaluate guard-rke2-older-than-capi '{}'
+  rejected_with 409
+  message_has "RKE2ControlPlane edge-b-cp (spec.machineTemplate.infrastructureRef)"
+}
+
+@test "every provider: an OpenStackMachineTemplate is kept by a MachineSet" {
+  evaluate guard-row1-openstack-machineset '{}'
+  rejected_with 409
+  message_has "OpenStackMachineTemplate edge-sites/edge-os-workers-41d2 is still in use"
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
+}
+
+@test "row 3: a ClusterClass keeps its KubeadmControlPlaneTemplate (only ClusterClasses are read)" {
+  evaluate guard-row3-kubeadmcontrolplanetemplate '{}'
+  rejected_with 409
+  message_has "KubeadmControlPlaneTemplate edge-sites/metal3-kubeadm-cp is still in use"
+  message_has "ClusterClass metal3-kubeadm (spec.controlPlane.templateRef)"
+}
+
+@test "row 3: a ClusterClass keeps its Metal3ClusterTemplate" {
+  evaluate guard-row3-metal3clustertemplate '{}'
+  rejected_with 409
+  message_has "ClusterClass metal3-kubeadm (spec.infrastructure.templateRef)"
+}
+
+@test "row 3: a ClusterClass being deleted releases its Metal3ClusterTemplate" {
+  evaluate guard-row3-clusterclass-deleting '{}'
+  allowed
+}
+
+@test "settings naming a key that Cluster API owns are refused" {
+  run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
+    --settings-json '{"nodeReuseAnnotation":"cluster.x-k8s.io/cloned-from-name"}' --allow-context-aware \
+    --replay-host-capabilities-interactions test_data/sessions/no-host-calls.yml "$POLICY"
+  [ "$status" -ne 0 ]
+  grep -q "a key that Cluster API, Kubernetes or this policy owns" <<<"$output$stderr"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -485,6 +485,28 @@ mod tests {
         }
     }
 
+    /// test_data/catalogue.json: the groups and masks of every kind read, for the fixture
+    /// generator (test_data/make_cases.py). A stale file is rewritten and the test fails once.
+    #[test]
+    fn catalogue_json_is_in_sync() {
+        let mut kinds = serde_json::Map::new();
+        for resource in resources_read() {
+            kinds.insert(
+                resource.kind.to_string(),
+                serde_json::json!({"group": resource.group, "plural": resource.plural, "masks": resource.masks}),
+            );
+        }
+        let text = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::Value::Object(kinds)).unwrap()
+        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test_data/catalogue.json");
+        if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(path, &text).unwrap();
+            panic!("{path} was stale and has been rewritten: run test_data/make_cases.py and commit both");
+        }
+    }
+
     #[test]
     fn masks_are_sorted_and_unique() {
         for resource in resources_read() {

@@ -18,22 +18,13 @@ NS = "edge-sites"
 CAPI, CP, INFRA, BOOT = ("cluster.x-k8s.io", "controlplane.cluster.x-k8s.io",
                          "infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io")
 
-MASKS = {
-    "MachineDeployment": ["spec.template.spec.bootstrap.configRef", "spec.template.spec.infrastructureRef"],
-    "MachineSet": ["spec.replicas", "spec.template.spec.bootstrap.configRef",
-                   "spec.template.spec.infrastructureRef", "status.replicas"],
-    "KubeadmControlPlane": ["spec.machineTemplate.infrastructureRef", "spec.machineTemplate.spec.infrastructureRef"],
-    "RKE2ControlPlane": ["spec.infrastructureRef", "spec.machineTemplate.infrastructureRef",
-                         "spec.machineTemplate.spec.infrastructureRef"],
-    "ClusterClass": ["spec.controlPlane.machineInfrastructure", "spec.workers"],
-    "Metal3Machine": ["metadata.name"],
-    "Cluster": ["metadata.name"],
-}
-TEMPLATE_MASKS = ["spec.nodeReuse", "spec.template.spec.automatedCleaningMode"]
-OWNER_MS_MASKS = ["spec.template.spec.infrastructureRef"]
-GROUP = {"MachineDeployment": CAPI, "MachineSet": CAPI, "ClusterClass": CAPI, "Cluster": CAPI,
-         "KubeadmControlPlane": CP, "RKE2ControlPlane": CP, "Metal3Machine": INFRA,
-         "Metal3MachineTemplate": INFRA}
+# Groups and field masks come from the policy's catalogue (src/catalogue.rs), which a unit test
+# writes to catalogue.json: the sessions replay exactly what the policy sends.
+CATALOGUE = json.loads((HERE / "catalogue.json").read_text())
+MASKS = {kind: entry["masks"] for kind, entry in CATALOGUE.items()}
+GROUP = {kind: entry["group"] for kind, entry in CATALOGUE.items()}
+TEMPLATE_MASKS = MASKS["Metal3MachineTemplate"]
+OWNER_MS_MASKS = MASKS["MachineSet"]
 
 
 def obj(path):
@@ -96,6 +87,17 @@ def get_call(kind, version, name, masks, disable_cache, found=None, error=None):
 
 def not_served(kind, version):
     return f"Cannot find resource {av(kind, version)}/{kind}"
+
+
+def list_at(kind, release, items=None, installed=True):
+    """The exchanges of one list with the default `auto` versions: v1beta2 first; on a release that
+    does not serve v1beta2 (or a provider that is not installed) the host says so and v1beta1
+    follows. `release` is the version the provider serves ("v1beta2" also serves v1beta1)."""
+    if not installed:
+        return [list_call(kind, V2, error=not_served(kind, V2)), list_call(kind, V1, error=not_served(kind, V1))]
+    if release == V1:
+        return [list_call(kind, V2, error=not_served(kind, V2)), list_call(kind, V1, items)]
+    return [list_call(kind, V2, items)]
 
 
 def with_meta(o, **meta):
@@ -161,15 +163,24 @@ def old_template(template, name, version=V2):
     return t
 
 
-def infra_lists(version, md=(), ms=(), kcp=(), rke2=None, cc=(), m3m=None):
-    calls = [list_call("MachineDeployment", version, list(md)), list_call("MachineSet", version, list(ms)),
-             list_call("KubeadmControlPlane", version, list(kcp)),
-             list_call("RKE2ControlPlane", version, list(rke2 or []))
-             if rke2 is not None else list_call("RKE2ControlPlane", version, error=not_served("RKE2ControlPlane", version)),
-             list_call("ClusterClass", version, list(cc))]
+def infra_lists(version, md=(), ms=(), kcp=(), rke2=None, cc=(), m3m=None, rke2_version=None):
+    """The lists for an infrastructure machine template on a release serving `version` (and, for
+    v1beta2, v1beta1 too); with default settings. The first CAPI kind finds the version, the
+    second is read at it directly. rke2=None: the RKE2 provider is not installed."""
+    capi_first = list_at("MachineDeployment", version, list(md))
+    calls = capi_first + [list_call("MachineSet", version, list(ms))]
+    calls += list_at("KubeadmControlPlane", version, list(kcp))
+    calls += list_at("RKE2ControlPlane", rke2_version or version, list(rke2 or []), installed=rke2 is not None)
+    calls.append(list_call("ClusterClass", version, list(cc)))
     if m3m is not None:
-        calls.append(list_call("Metal3Machine", version, list(m3m)))
+        calls += list_at("Metal3Machine", version, list(m3m))
     return calls
+
+
+def class_lists(version, md=(), ms=(), cc=()):
+    """The lists for a bootstrap template: MachineDeployments, MachineSets, ClusterClasses."""
+    return list_at("MachineDeployment", version, list(md)) + [
+        list_call("MachineSet", version, list(ms)), list_call("ClusterClass", version, list(cc))]
 
 
 no_owner = {"ownerReferences": []}
@@ -177,6 +188,18 @@ scaled_ms2 = copy.deepcopy(ms2)
 scaled_ms2["spec"]["replicas"] = 0
 scaled_ms2["status"] = {"replicas": 0}
 old_tpl_1b8 = old_template(with_meta(tpl_workers2, **no_owner), "edge-a-workers-1b8e4a60")
+rke2_1 = obj("v1beta1/08-rke2controlplane.json")
+tpl_cp1 = obj("v1beta1/02-metal3machinetemplate-controlplane.json")
+openstack_ms = copy.deepcopy(ms2)
+openstack_ms["spec"]["template"]["spec"]["infrastructureRef"] = {
+    "apiGroup": INFRA, "kind": "OpenStackMachineTemplate", "name": "edge-os-workers-41d2"}
+
+
+def template_object(group, kind, name):
+    """A template of another provider, as its oldObject arrives: metadata and an opaque spec."""
+    return {"apiVersion": f"{group}/{V2}", "kind": kind,
+            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+            "spec": {"template": {"spec": {}}}}
 
 CASES = {
     # Row 1, v1beta1: the MachineDeployment names the template; RKE2 is not installed.
@@ -188,6 +211,9 @@ CASES = {
     # Row 1, v1beta2: the old MachineSet still names the previous template (nodeReuse true).
     "guard-row1-machineset-v1beta2": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # The same with explicit v1beta2 settings on a release that serves both versions.
+    "guard-explicit-v1beta2": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[])),
     # Row 1: a MachineSet scaled to zero with no machines left releases the template.
     "guard-row1-scaled-down-machineset": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[])),
@@ -195,9 +221,7 @@ CASES = {
     "guard-row1-deleting-referrers": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[deleting(ms2)], kcp=[kcp2], rke2=[], m3m=[])),
     # Row 1, bootstrap template: only MachineDeployments, MachineSets and ClusterClasses are read.
-    "guard-row1-bootstrap-template": (delete(kct2), [
-        list_call("MachineDeployment", V2, [md2]), list_call("MachineSet", V2, [ms2]),
-        list_call("ClusterClass", V2, [cc2])]),
+    "guard-row1-bootstrap-template": (delete(kct2), class_lists(V2, md=[md2], ms=[ms2], cc=[cc2])),
     # Row 2: KubeadmControlPlane; row 4 too, its Metal3Machine was cloned from the template.
     "guard-row2-kubeadmcontrolplane": (delete(with_meta(tpl_cp2, **no_owner)), infra_lists(
         V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[m3m2, m3m_cp2])),
@@ -205,9 +229,37 @@ CASES = {
     "guard-row2-rke2-deprecated-field": (delete(old_template(tpl_workers1, "edge-c-cp-9b02d4e1", V1)),
                                          infra_lists(V1, md=[md1], ms=[ms1], kcp=[kcp1], rke2=[rke2_legacy], m3m=[])),
     # Row 3: a ClusterClass names the bootstrap template of a worker class.
-    "guard-row3-clusterclass": (delete(with_meta(kct2, name="metal3-kubeadm-storage-bootstrap")), [
-        list_call("MachineDeployment", V2, [md2]), list_call("MachineSet", V2, [ms2]),
-        list_call("ClusterClass", V2, [cc2])]),
+    "guard-row3-clusterclass": (delete(with_meta(kct2, name="metal3-kubeadm-storage-bootstrap")),
+                                class_lists(V2, md=[md2], ms=[ms2], cc=[cc2])),
+    # Row 3: a ClusterClass keeps its control-plane template and its infrastructure cluster
+    # template; only ClusterClasses can name them, so only they are read.
+    "guard-row3-kubeadmcontrolplanetemplate": (delete(template_object(CP, "KubeadmControlPlaneTemplate", "metal3-kubeadm-cp")),
+                                               [list_call("ClusterClass", V2, [cc2])]),
+    "guard-row3-metal3clustertemplate": (delete(template_object(INFRA, "Metal3ClusterTemplate", "metal3-kubeadm-cluster")),
+                                         [list_call("ClusterClass", V2, [cc2])]),
+    # Row 3: the ClusterClass is being deleted: its templates are released.
+    "guard-row3-clusterclass-deleting": (delete(template_object(INFRA, "Metal3ClusterTemplate", "metal3-kubeadm-cluster")),
+                                         [list_call("ClusterClass", V2, [deleting(cc2)])]),
+    # Row 1, any provider: an OpenStackMachineTemplate kept by a MachineSet.
+    "guard-row1-openstack-machineset": (delete(template_object(INFRA, "OpenStackMachineTemplate", "edge-os-workers-41d2")),
+                                        infra_lists(V2, md=[md2], ms=[openstack_ms], kcp=[kcp2], rke2=[])),
+    # A v1beta1-only release (Cluster API before 1.11) with default settings: each provider is
+    # tried at v1beta2 once, then read at v1beta1.
+    "guard-v1beta1-release": (delete(tpl_workers1), infra_lists(V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
+    # A v1beta2-only release (after v1beta1 is dropped) with default settings: a referenced
+    # template is kept, an unreferenced one is deleted.
+    "guard-v1beta2-release-kept": (delete(old_tpl_1b8), infra_lists(V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    "guard-v1beta2-release-unused": (delete(old_template(with_meta(tpl_workers2, **no_owner), "edge-a-workers-00000000")),
+                                     infra_lists(V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # The RKE2 provider older than Cluster API: RKE2ControlPlane served at v1beta1 only; its
+    # machine template is still kept.
+    "guard-rke2-older-than-capi": (delete(with_meta(old_template(tpl_workers2, "edge-b-cp-0c7e11f2"), **no_owner)),
+                                   infra_lists(V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[rke2_1], m3m=[], rke2_version=V1)),
+    # An explicit controlPlaneApiVersion v1beta2 on Cluster API 1.10 (v1beta1 only): refused,
+    # naming the setting, instead of counting KubeadmControlPlanes as none.
+    "guard-wrong-explicit-setting": (delete(with_meta(tpl_cp1, **no_owner)), list_at("MachineDeployment", V1, [md1]) + [
+        list_call("MachineSet", V1, [ms1]), list_call("KubeadmControlPlane", V2, error=not_served("KubeadmControlPlane", V2)),
+        list_call("KubeadmControlPlane", V1, [kcp1])]),
     # Row 4: only a Metal3Machine being deleted still needs the nodeReuse template.
     "guard-row4-metal3machine": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[deleting(m3m2)])),
@@ -233,8 +285,7 @@ CASES = {
     "guard-unused-template": (delete(old_template(tpl_workers1, "edge-a-workers-00000000", V1)), infra_lists(
         V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
     # A failed lookup (RBAC) rejects, or accepts with a warning when failOpenOnLookupError is set.
-    "guard-lookup-failure": (delete(tpl_workers1), [
-        list_call("MachineDeployment", V1, [md1]),
+    "guard-lookup-failure": (delete(tpl_workers1), list_at("MachineDeployment", V1, [md1]) + [
         list_call("MachineSet", V1, error='ApiError: machinesets.cluster.x-k8s.io is forbidden: User '
                   '"system:serviceaccount:kubewarden:policy-server-default" cannot list resource "machinesets" '
                   'in API group "cluster.x-k8s.io" in the namespace "edge-sites": Forbidden')]),
@@ -243,7 +294,8 @@ CASES = {
     "guard-capi-version-not-served": (delete(tpl_workers2), [
         list_call("MachineDeployment", V2, error="error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: "
                   "ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), "
-                  "code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\" })")]),
+                  "code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\" })"),
+        list_call("MachineDeployment", V1, [md1])]),
     # Other kinds and operations: accepted with no lookup.
     "guard-delete-metal3machine": (delete(m3m2), []),
     "guard-update-template": (request("UPDATE", INFRA, "Metal3MachineTemplate", V2, tpl_workers2["metadata"]["name"],
@@ -280,17 +332,17 @@ def literal_blocks(dumper, text):
     return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 
-# Cases whose lookups run at the default API versions; every other case uses v1beta2.
-V1_CASES = {"guard-row1-machinedeployment-v1beta1", "guard-row1-machinedeployment-dryrun",
-            "guard-row2-rke2-deprecated-field", "guard-unused-template", "guard-lookup-failure"}
+# Every case runs with the default settings (`auto` versions) but these.
 V2_SETTINGS = {"capiApiVersion": V2, "controlPlaneApiVersion": V2, "metal3ApiVersion": V2}
+SETTINGS = {"guard-capi-version-not-served": V2_SETTINGS, "guard-explicit-v1beta2": V2_SETTINGS,
+            "guard-wrong-explicit-setting": {"controlPlaneApiVersion": V2}}
 
 
 def main():
     yaml.SafeDumper.add_representer(str, literal_blocks)
     for name, (req, calls) in CASES.items():
         (HERE / "requests" / f"{name}.json").write_text(json.dumps(req, indent=2) + "\n")
-        (HERE / "settings" / f"{name}.json").write_text(json.dumps({} if name in V1_CASES else V2_SETTINGS) + "\n")
+        (HERE / "settings" / f"{name}.json").write_text(json.dumps(SETTINGS.get(name, {})) + "\n")
         (HERE / "sessions" / f"{name}.yml").write_text(
             yaml.safe_dump(calls, sort_keys=False, width=1 << 20) if calls else "[]\n")
 
