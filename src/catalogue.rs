@@ -507,6 +507,144 @@ mod tests {
         }
     }
 
+    fn yaml(path: &str) -> Vec<serde_json::Value> {
+        let file = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+        text.split("\n---")
+            .map(|doc| {
+                yaml_serde::from_str::<serde_json::Value>(doc)
+                    .unwrap_or_else(|e| panic!("{file}: {e}"))
+            })
+            .filter(|doc| !doc.is_null())
+            .collect()
+    }
+
+    /// (group, plural) of every DELETE rule.
+    fn guarded_plurals(rules: &serde_json::Value) -> std::collections::BTreeSet<(String, String)> {
+        let mut out = std::collections::BTreeSet::new();
+        for rule in rules.as_array().expect("rules are a list") {
+            if !rule["operations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|o| o == "DELETE")
+            {
+                continue;
+            }
+            for group in rule["apiGroups"].as_array().unwrap() {
+                for plural in rule["resources"].as_array().unwrap() {
+                    out.insert((
+                        group.as_str().unwrap().to_string(),
+                        plural.as_str().unwrap().to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// metadata.yml, the guard example and artifacthub-pkg.yml guard the same plurals, and each
+    /// one is a kind the catalogue guards: a rule the code would wave through is a mistake.
+    #[test]
+    fn shipped_rules_agree_and_name_only_guarded_kinds() {
+        let metadata = &yaml("metadata.yml")[0];
+        let from_metadata = guarded_plurals(&metadata["rules"]);
+        let example = yaml("examples/cluster-admission-policy-guard.yaml")
+            .into_iter()
+            .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+            .expect("a ClusterAdmissionPolicy");
+        assert_eq!(
+            guarded_plurals(&example["spec"]["rules"]),
+            from_metadata,
+            "guard example"
+        );
+        let pkg = &yaml("artifacthub-pkg.yml")[0];
+        let pkg_rules: serde_json::Value =
+            yaml_serde::from_str(pkg["annotations"]["kubewarden/rules"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            guarded_plurals(&pkg_rules),
+            from_metadata,
+            "artifacthub-pkg.yml"
+        );
+        for (group, plural) in &from_metadata {
+            assert!(
+                template_class_of_plural(group, plural).is_some(),
+                "{group}/{plural} is not a guarded kind"
+            );
+        }
+        // At least every provider the README promises.
+        for plural in [
+            "metal3machinetemplates",
+            "metal3clustertemplates",
+            "openstackmachinetemplates",
+            "vspheremachinetemplates",
+            "dockermachinetemplates",
+            "dockermachinepooltemplates",
+            "awsmachinetemplates",
+            "azuremachinetemplates",
+            "azuremanagedcontrolplanetemplates",
+            "gcpmachinetemplates",
+            "hcloudmachinetemplates",
+            "proxmoxmachinetemplates",
+            "nutanixmachinetemplates",
+            "ibmvpcmachinetemplates",
+            "ocimachinetemplates",
+            "kubevirtmachinetemplates",
+            "byomachinetemplates",
+            "cloudstackmachinetemplates",
+            "oscmachinetemplates",
+            "tinkerbellmachinetemplates",
+            "maasmachinetemplates",
+            "linodemachinetemplates",
+            "domachinetemplates",
+            "kubeadmconfigtemplates",
+            "rke2configtemplates",
+            "talosconfigtemplates",
+            "k0sworkerconfigtemplates",
+            "microk8sconfigtemplates",
+            "eksconfigtemplates",
+            "kubeadmcontrolplanetemplates",
+            "rke2controlplanetemplates",
+            "k0smotroncontrolplanetemplates",
+        ] {
+            assert!(
+                from_metadata.iter().any(|(_, p)| p == plural),
+                "{plural} is not guarded"
+            );
+        }
+    }
+
+    /// metadata.yml grants exactly what the policy reads, each kind at both versions.
+    #[test]
+    fn context_aware_resources_are_what_the_catalogue_reads() {
+        let metadata = &yaml("metadata.yml")[0];
+        let listed: std::collections::BTreeSet<(String, String)> = metadata
+            ["contextAwareResources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["apiVersion"].as_str().unwrap().to_string(),
+                    r["kind"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let read: std::collections::BTreeSet<(String, String)> = resources_read()
+            .flat_map(|r| {
+                VERSIONS
+                    .iter()
+                    .map(move |v| (r.api_version(*v), r.kind.to_string()))
+            })
+            .collect();
+        assert_eq!(listed, read);
+        let settings: Vec<&str> = resources_read().map(|r| r.setting.name()).collect();
+        for setting in VersionSetting::ALL {
+            assert!(settings.contains(&setting.name()));
+            assert!(crate::settings::KNOWN.contains(&setting.name()));
+        }
+    }
+
     #[test]
     fn masks_are_sorted_and_unique() {
         for resource in resources_read() {

@@ -865,8 +865,9 @@ fn example_policies_stay_within_metadata() {
             );
         }
 
-        // The policy reads each group at the version its setting names, and may only read what
-        // contextAwareResources lists at that exact apiVersion.
+        // The policy reads each group at the version its setting names (`auto`, the default:
+        // v1beta2, then v1beta1), and may only read what contextAwareResources lists at that
+        // exact apiVersion: with `auto` a kind must be listed at both versions.
         for resource in &listed {
             let setting = match resource.group() {
                 "cluster.x-k8s.io" => "capiApiVersion",
@@ -877,13 +878,28 @@ fn example_policies_stay_within_metadata() {
             let configured = settings
                 .get(setting)
                 .and_then(Value::as_str)
-                .unwrap_or("v1beta1");
-            assert_eq!(
-                resource.version(),
-                configured,
-                "{what}: contextAwareResources lists {resource}, but the setting {setting} \
-                 makes the policy read that group at {configured}"
-            );
+                .unwrap_or("auto");
+            if configured == "auto" {
+                let other = if resource.version() == "v1beta1" {
+                    "v1beta2"
+                } else {
+                    "v1beta1"
+                };
+                assert!(
+                    listed.iter().any(|r| r.group() == resource.group()
+                        && r.kind == resource.kind
+                        && r.version() == other),
+                    "{what}: contextAwareResources lists {resource} but not its {other} version, \
+                     which {setting}: auto reads where v1beta2 is not served"
+                );
+            } else {
+                assert_eq!(
+                    resource.version(),
+                    configured,
+                    "{what}: contextAwareResources lists {resource}, but the setting {setting} \
+                     makes the policy read that group at {configured}"
+                );
+            }
         }
     }
 }
