@@ -557,3 +557,44 @@ fn machine_without_any_source_never_blocks_creation() {
     ));
     assert!(cluster.calls().is_empty());
 }
+
+/// A release that no longer serves v1beta1: the lists for a bootstrap template.
+fn v2_only_bootstrap_namespace() -> FakeCluster {
+    FakeCluster::v1beta2_only()
+        .answer_list(
+            V2_MD,
+            "MachineDeployment",
+            &list(
+                V2_MD,
+                "MachineDeployment",
+                &["v1beta2/04-machinedeployment.json"],
+            ),
+        )
+        .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
+        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
+}
+
+#[test]
+fn a_v1beta2_only_release_needs_no_settings_and_no_fallback() {
+    let cluster = v2_only_bootstrap_namespace();
+    let response = run("guard-row1-bootstrap-template", json!({}), &cluster);
+    assert_eq!(response.code, Some(409));
+    assert_eq!(cluster.calls().len(), 3, "{:?}", cluster.calls());
+}
+
+#[test]
+fn explicit_v1beta1_after_v1beta1_is_dropped_names_the_setting() {
+    let cluster = v2_only_bootstrap_namespace();
+    let response = run(
+        "guard-row1-bootstrap-template",
+        json!({"capiApiVersion": "v1beta1"}),
+        &cluster,
+    );
+    assert_eq!(response.code, Some(500));
+    let message = response.message.unwrap();
+    assert!(
+        message.contains("the API server serves MachineDeployment at v1beta2, not at this version")
+            && message.contains("Set capiApiVersion to auto (or v1beta2)."),
+        "{message}"
+    );
+}
