@@ -341,6 +341,7 @@ fn host_call_replayed() {
             "[metadata.name]",
         )),
         verbose: false,
+        responder: None,
     };
     let policy = load(&host_call_guest(), state);
     assert_eq!(
@@ -356,6 +357,7 @@ fn host_call_recorded_error() {
         allow_list: namespaces_allowed(),
         replayer: Some(session(Err("namespaces is forbidden"), "[metadata.name]")),
         verbose: false,
+        responder: None,
     };
     let policy = load(&host_call_guest(), state);
     assert_eq!(
@@ -370,6 +372,7 @@ fn host_call_denied_and_mismatch() {
         allow_list: Default::default(),
         replayer: Some(session(Ok(ACCEPT), "[metadata.name]")),
         verbose: false,
+        responder: None,
     };
     let policy = load(&host_call_guest(), state);
     assert_eq!(
@@ -383,6 +386,7 @@ fn host_call_denied_and_mismatch() {
         allow_list: namespaces_allowed(),
         replayer: Some(session(Ok(ACCEPT), "null")),
         verbose: false,
+        responder: None,
     };
     let policy = load(&host_call_guest(), state);
     let (out, failed) = output(&policy);

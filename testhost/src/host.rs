@@ -33,6 +33,19 @@ struct PolicyLogEntry {
     data: serde_json::Map<String, serde_json::Value>,
 }
 
+/// Answers host calls live instead of from a recorded session: the lifecycle simulation's API
+/// server (see `crate::simulate`). The `Err` text is the host's own, before the policy
+/// evaluator's `Callback evaluation failure: ` prefix.
+pub trait Responder: Send {
+    fn respond(&mut self, request: &CallbackRequestType) -> Result<Vec<u8>, String>;
+}
+
+impl std::fmt::Debug for dyn Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
+}
+
 /// Everything the host callback needs.
 #[derive(Debug, Default)]
 pub struct HostState {
@@ -42,6 +55,9 @@ pub struct HostState {
     pub replayer: Option<Replayer>,
     /// Print every host call on stderr.
     pub verbose: bool,
+    /// Answers instead of the session when set; its failures and the policy's log lines are
+    /// printed only with `verbose` (a simulation makes thousands of calls, many failing on purpose).
+    pub responder: Option<Box<dyn Responder>>,
 }
 
 /// Text returned to the policy when it asks for a resource type it has not
@@ -78,6 +94,15 @@ impl HostState {
         if self.verbose {
             eprintln!("DEBUG testhost: host call request={request:?}");
         }
+        if let Some(responder) = self.responder.as_mut() {
+            let verbose = self.verbose;
+            return responder.respond(&request).map_err(|e| {
+                if verbose {
+                    eprintln!("ERROR testhost: callback evaluation failed error={e:?}");
+                }
+                format!("Callback evaluation failure: {e}")
+            });
+        }
         let result = match self.replayer.as_mut() {
             Some(replayer) => replayer.respond(&request),
             // kwctl without a session and without a cluster connection
@@ -110,7 +135,9 @@ impl HostState {
         match namespace {
             "tracing" => match operation {
                 "log" => {
-                    log_policy_event(payload, self.verbose);
+                    if self.responder.is_none() || self.verbose {
+                        log_policy_event(payload, self.verbose);
+                    }
                     Ok(Vec::new())
                 }
                 _ => Err(format!("unknown operation: {operation}")),
@@ -263,6 +290,7 @@ mod tests {
                 .collect(),
             replayer: session.map(|s| Replayer::from_yaml_str(s, "test.yml").unwrap()),
             verbose: false,
+            responder: None,
         }
     }
 

@@ -8,6 +8,7 @@ mod logging;
 mod metadata;
 mod runtime;
 mod session;
+mod simulate;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -61,6 +62,8 @@ enum Command {
     ProtocolVersion(ProtocolVersionArgs),
     /// Evaluate a request many times in one loaded module and print how long `validate` took
     Bench(BenchArgs),
+    /// Run seeded lifecycle simulations of the controllers around the policy and print the table
+    Simulate(simulate::SimulateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +155,7 @@ fn main() -> ExitCode {
         Command::ValidateSettings(args) => validate_settings_cmd(args, cli.verbose),
         Command::ProtocolVersion(args) => protocol_version_cmd(args, cli.verbose),
         Command::Bench(args) => bench(args, cli.verbose),
+        Command::Simulate(args) => simulate::run(args, cli.verbose),
     };
     match result {
         Ok(code) => code,
@@ -419,6 +423,7 @@ fn run(args: RunArgs, verbose: bool) -> Result<ExitCode> {
         allow_list,
         replayer,
         verbose,
+        responder: None,
     };
     let policy = Policy::load(&wasm, &origin, !args.disable_wasmtime_cache, state)?;
 
@@ -462,6 +467,7 @@ fn bench(args: BenchArgs, verbose: bool) -> Result<ExitCode> {
         allow_list,
         replayer: session.clone(),
         verbose,
+        responder: None,
     };
     let policy = Policy::load(&wasm, &origin, !run.disable_wasmtime_cache, state)?;
     let settings_validation = call_validate_settings(&policy, &settings);
