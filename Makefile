@@ -8,9 +8,35 @@ SHELL := /bin/bash
 .PHONY: all
 all: policy.wasm
 
-policy.wasm: $(SOURCE_FILES)
+# wasm-opt from the binaryen npm package (runs on node), pinned; `make wasm-opt` installs it.
+BINARYEN_VERSION := 132.0.0
+BINARYEN_DIR := target/tools/binaryen-$(BINARYEN_VERSION)
+WASM_OPT := $(BINARYEN_DIR)/node_modules/binaryen/bin/wasm-opt
+# The features rustc enables for wasm32-wasip1 (strip drops the section wasm-opt would read them from).
+WASM_FEATURES := --enable-bulk-memory --enable-bulk-memory-opt --enable-sign-ext \
+	--enable-nontrapping-float-to-int --enable-mutable-globals --enable-multivalue --enable-reference-types
+# The size budget tests/size.rs enforces on policy.wasm.
+SIZE_BUDGET := 307200
+
+policy.wasm: $(SOURCE_FILES) $(WASM_OPT)
 	cargo build --target=wasm32-wasip1 --release --locked -p capi-template-guard
-	cp target/wasm32-wasip1/release/capi_template_guard.wasm policy.wasm
+	$(WASM_OPT) -Oz $(WASM_FEATURES) target/wasm32-wasip1/release/capi_template_guard.wasm -o policy.wasm
+	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes (budget $(SIZE_BUDGET))"
+
+.PHONY: wasm-opt
+wasm-opt: $(WASM_OPT)
+
+$(WASM_OPT):
+	npm install --prefix $(BINARYEN_DIR) --no-audit --no-fund --loglevel=error binaryen@$(BINARYEN_VERSION)
+	$(WASM_OPT) --version
+
+# What takes the space: the release build with function names kept, optimised like policy.wasm,
+# then twiggy (`cargo install twiggy`).
+.PHONY: size-report
+size-report: $(WASM_OPT)
+	cargo build --target=wasm32-wasip1 --profile release-names --locked -p capi-template-guard
+	$(WASM_OPT) -Oz -g target/wasm32-wasip1/release-names/capi_template_guard.wasm -o target/policy-names.wasm
+	twiggy top -n 40 target/policy-names.wasm
 
 # Needs kwctl: Homebrew (`brew install kwctl`), openSUSE (`zypper install kwctl`), the AUR
 # (`kwctl-bin`) or Kubewarden's release binaries (https://docs.kubewarden.io/howtos/install-kwctl).
@@ -30,8 +56,9 @@ fmt:
 lint:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# tests/size.rs checks the size of policy.wasm.
 .PHONY: unit-tests
-unit-tests:
+unit-tests: policy.wasm
 	cargo test --workspace --locked
 
 # Evaluates the policy on every sample request in test_data/ and prints each verdict.
