@@ -11,6 +11,8 @@ mod catalogue;
 mod cluster;
 mod decision;
 mod error;
+#[cfg(test)]
+mod fuzz;
 mod lookups;
 mod message;
 mod mutation;
@@ -69,7 +71,13 @@ fn response(outcome: Outcome) -> ValidationResponse {
             (true, None, None, None, warnings)
         }
         Outcome::Mutate { object } => (true, None, None, Some(object), vec![]),
-        Outcome::Reject { message, code } => (false, Some(message), Some(code), None, vec![]),
+        Outcome::Reject { message, code } => (
+            false,
+            Some(message::bounded(message, message::MAX_MESSAGE)),
+            Some(code),
+            None,
+            vec![],
+        ),
     };
     ValidationResponse {
         accepted,

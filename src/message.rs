@@ -11,10 +11,34 @@ pub const MAX_NAMES_PER_KIND: usize = 3;
 /// Kubernetes may cut an admission warning longer than this.
 pub const MAX_WARNING: usize = 256;
 
+/// The longest message the policy sends; every part that comes from a request or a host answer
+/// is clipped too, so that no input makes a message unreadable.
+pub const MAX_MESSAGE: usize = 4096;
+/// Object names have at most 253 characters, namespaces and kinds 63.
+const MAX_NAME: usize = 253;
+const MAX_SHORT: usize = 63;
+/// Texts from a parser or the host.
+const MAX_DETAIL: usize = 300;
+
+/// `text` cut to at most `max` characters, the cut marked.
+fn clip(text: &str, max: usize) -> String {
+    bounded(text.to_string(), max)
+}
+
 fn template_name(template: &Template) -> String {
+    object_name(
+        &template.reference.kind,
+        &template.namespace,
+        &template.reference.name,
+    )
+}
+
+fn object_name(kind: &str, namespace: &str, name: &str) -> String {
     format!(
         "{} {}/{}",
-        template.reference.kind, template.namespace, template.reference.name
+        clip(kind, MAX_SHORT),
+        clip(namespace, MAX_SHORT),
+        clip(name, MAX_NAME)
     )
 }
 
@@ -32,7 +56,7 @@ pub fn bounded(text: String, max: usize) -> String {
     if text.chars().count() <= max {
         return text;
     }
-    let mut cut: String = text.chars().take(max - 1).collect();
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
 }
@@ -45,9 +69,9 @@ fn describe_group(group: &[&Referrer]) -> String {
         .iter()
         .map(|r| {
             if same_fields {
-                r.name.clone()
+                clip(&r.name, MAX_NAME)
             } else {
-                format!("{} ({})", r.name, r.fields.join(", "))
+                format!("{} ({})", clip(&r.name, MAX_NAME), r.fields.join(", "))
             }
         })
         .collect();
@@ -118,31 +142,38 @@ fn lookup_text(lookup: &Lookup) -> String {
             api_version,
             kind,
             namespace,
-        } => format!("listing {kind} objects ({api_version}) in namespace {namespace}"),
+        } => format!(
+            "listing {kind} objects ({api_version}) in namespace {}",
+            clip(namespace, MAX_SHORT)
+        ),
         Lookup::Get {
             api_version,
             kind,
             namespace,
             name,
-        } => format!("getting {kind} {namespace}/{name} ({api_version})"),
+        } => format!(
+            "getting {} ({api_version})",
+            object_name(kind, namespace, name)
+        ),
     }
 }
 
 /// "listing X failed: detail".
 pub fn lookup_error(error: &LookupError) -> String {
+    let host_text = clip(&error.detail, MAX_DETAIL);
     let detail = match error.failure {
         Failure::NotServed => format!(
             "the API server serves {} at neither v1beta2 nor v1beta1 ({})",
             error.lookup.kind(),
-            error.detail
+            host_text
         ),
         Failure::WrongVersion { served, .. } => format!(
             "the API server serves {} at {}, not at this version ({})",
             error.lookup.kind(),
             served.as_str(),
-            error.detail
+            host_text
         ),
-        _ => error.detail.clone(),
+        _ => host_text,
     };
     format!("{} failed: {detail}", lookup_text(&error.lookup))
 }
@@ -220,38 +251,55 @@ fn key_problem(problem: KeyProblem) -> &'static str {
 /// The sentence for any [`Error`], as its own words (no prefix).
 pub fn describe(error: &Error) -> String {
     match error {
-        Error::SettingsNotJson(e) => format!("The settings are not valid JSON: {e}."),
-        Error::SettingsNotAnObject(value) => {
-            format!("The settings must be an object of named settings, not {value}.")
+        Error::SettingsNotJson(e) => {
+            format!("The settings are not valid JSON: {}.", clip(e, MAX_DETAIL))
         }
-        Error::UnknownSettings(unknown) => format!(
-            "Unknown setting(s): {}. The known settings are: {}.",
-            unknown.join(", "),
-            KNOWN.join(", ")
+        Error::SettingsNotAnObject(value) => format!(
+            "The settings must be an object of named settings, not {}.",
+            clip(value, MAX_DETAIL)
         ),
+        Error::UnknownSettings(unknown) => {
+            let unknown: Vec<String> = unknown.iter().map(|u| clip(u, MAX_SHORT)).collect();
+            format!(
+                "Unknown setting(s): {}. The known settings are: {}.",
+                clip(&unknown.join(", "), MAX_DETAIL),
+                KNOWN.join(", ")
+            )
+        }
         Error::SettingValue {
             setting,
             expected,
             value,
-        } => format!("The setting {setting} must be {expected}, not {value}."),
+        } => format!(
+            "The setting {setting} must be {expected}, not {}.",
+            clip(value, MAX_DETAIL)
+        ),
         Error::AnnotationKey {
             setting,
             key,
             problem,
         } => format!(
-            "The setting {setting} is not a valid annotation key ({key:?}): {}.",
+            "The setting {setting} is not a valid annotation key ({:?}): {}.",
+            clip(key, MAX_DETAIL),
             key_problem(*problem)
         ),
         Error::ReservedAnnotationKey { setting, key } => format!(
             "The setting {setting} names {key:?}, a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse."
         ),
         Error::SameAnnotationKeys => "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.".to_string(),
-        Error::UnreadableRequest(e) => format!("the admission request cannot be read ({e})"),
+        Error::UnreadableRequest(e) => format!(
+            "the admission request cannot be read ({})",
+            clip(e, MAX_DETAIL)
+        ),
         Error::NoOldObject => "the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server".to_string(),
-        Error::UnreadableOldObject(e) => format!("its oldObject cannot be read ({e})"),
+        Error::UnreadableOldObject(e) => {
+            format!("its oldObject cannot be read ({})", clip(e, MAX_DETAIL))
+        }
         Error::Unnamed => "neither the request nor its oldObject names the template".to_string(),
         Error::Lookup(error) => lookup_error(error),
-        Error::UnreadableMachine(e) => format!("the object cannot be read ({e})"),
+        Error::UnreadableMachine(e) => {
+            format!("the object cannot be read ({})", clip(e, MAX_DETAIL))
+        }
         Error::NotAnObject(part) => match *part {
             "object" => "the object is not a JSON object".to_string(),
             part => format!("its {part} is not an object"),
@@ -260,19 +308,22 @@ pub fn describe(error: &Error) -> String {
             "it has no valid {} annotation naming a Metal3MachineTemplate and no MachineSet or control-plane owner to find its template",
             crate::capi::CLONED_FROM_NAME
         ),
-        Error::OwnerNamesNoTemplate { kind, name } => {
-            format!("its owner {kind} {name} does not exist or names no Metal3MachineTemplate")
-        }
-        Error::TemplateMissing(name) => {
-            format!("its template Metal3MachineTemplate {name} does not exist")
-        }
+        Error::OwnerNamesNoTemplate { kind, name } => format!(
+            "its owner {kind} {} does not exist or names no Metal3MachineTemplate",
+            clip(name, MAX_NAME)
+        ),
+        Error::TemplateMissing(name) => format!(
+            "its template Metal3MachineTemplate {} does not exist",
+            clip(name, MAX_NAME + MAX_SHORT)
+        ),
     }
 }
 
 /// A DELETE request that does not say which template it deletes.
 pub fn malformed_delete(kind: &str, namespace: &str, name: &str, error: &Error) -> String {
     format!(
-        "capi-template-guard cannot check the deletion of {kind} {namespace}/{name} and refused it: {}.",
+        "capi-template-guard cannot check the deletion of {} and refused it: {}.",
+        object_name(kind, namespace, name),
         describe(error)
     )
 }
@@ -301,7 +352,9 @@ pub fn machine_not_mutated(namespace: &str, name: &str, error: &Error) -> String
     };
     bounded(
         format!(
-            "{hint}Metal3Machine {namespace}/{name} created without its template's nodeReuse and automatedCleaningMode: {}.",
+            "{hint}Metal3Machine {}/{} created without its template's nodeReuse and automatedCleaningMode: {}.",
+            clip(namespace, MAX_SHORT),
+            clip(name, MAX_NAME),
             describe(error)
         ),
         MAX_WARNING,
@@ -463,6 +516,26 @@ mod tests {
         let warning = machine_not_mutated(&"s".repeat(63), &"m".repeat(253), &Error::Lookup(e));
         assert!(warning.chars().count() <= MAX_WARNING, "{warning}");
         assert!(warning.starts_with("Add apiVersion"), "{warning}");
+    }
+
+    #[test]
+    fn huge_names_and_parser_texts_are_clipped() {
+        let mut huge = template();
+        huge.reference.name = "n".repeat(300_000);
+        huge.namespace = "s".repeat(300_000);
+        let e = Error::UnreadableOldObject("x".repeat(300_000));
+        let message =
+            malformed_delete(&"K".repeat(1000), &huge.namespace, &huge.reference.name, &e);
+        assert!(
+            message.chars().count() < 1000,
+            "{}",
+            message.chars().count()
+        );
+        let referrers = [r("MachineSet", &"m".repeat(300_000), "f")];
+        assert!(in_use(&huge, &referrers).chars().count() < 1000);
+        let mut lookup = error(Failure::Unreadable, "v", "K");
+        lookup.detail = "d".repeat(300_000);
+        assert!(lookup_failed(&huge, &lookup).chars().count() < 1500);
     }
 
     #[test]
