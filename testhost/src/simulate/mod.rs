@@ -305,8 +305,11 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A table row: label, the value of a run's metrics, whether it must be 0 with the policy.
+type Row = (&'static str, fn(&Metrics) -> u64, bool);
+
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let rows: [(&str, fn(&Metrics) -> u64, bool); 10] = [
+    let rows: [Row; 10] = [
         ("node-reuse decisions lost", |m| m.lost, true),
         ("missing-template reconcile errors", |m| m.missing, true),
         ("stuck flows", |m| m.stuck, true),
