@@ -80,6 +80,14 @@ bench: policy.wasm $(TESTHOST)
 			--replay-host-capabilities-interactions "$$ses" policy.wasm 2>/dev/null || exit 1; \
 	done
 
+# Seeded lifecycle simulations around policy.wasm (testhost simulate), each seed with and without
+# the policy, default settings. Fails when, with the policy, a node-reuse decision is lost, a
+# controller misses a template, a flow gets stuck or a template leaks. SEEDS=N runs more.
+SEEDS ?= 1000
+.PHONY: simulate
+simulate: policy.wasm $(TESTHOST)
+	$(TESTHOST) simulate --seeds $(SEEDS) policy.wasm
+
 # e2e.bats through the test host; again through kwctl when it is on PATH.
 .PHONY: e2e-tests
 e2e-tests: policy.wasm $(TESTHOST)
