@@ -3,6 +3,7 @@
 //! from a recorded session file (kwctl's replay mode).
 
 mod admission;
+mod bench;
 mod host;
 mod logging;
 mod metadata;
@@ -61,19 +62,11 @@ enum Command {
     /// Print the waPC protocol version reported by the policy
     ProtocolVersion(ProtocolVersionArgs),
     /// Evaluate a request many times in one loaded module and print how long `validate` took
-    Bench(BenchArgs),
+    Bench(bench::BenchArgs),
+    /// Compare the policy with a baseline on namespaces from bench/make_namespace.py; prints a table
+    BenchCompare(bench::CompareArgs),
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
     Simulate(simulate::SimulateArgs),
-}
-
-#[derive(Debug, Args)]
-struct BenchArgs {
-    #[command(flatten)]
-    run: RunArgs,
-
-    /// How many evaluations to time (after one untimed warm-up)
-    #[arg(long, default_value_t = 20)]
-    iterations: usize,
 }
 
 #[derive(Debug, Args)]
@@ -154,7 +147,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args, cli.verbose),
         Command::ValidateSettings(args) => validate_settings_cmd(args, cli.verbose),
         Command::ProtocolVersion(args) => protocol_version_cmd(args, cli.verbose),
-        Command::Bench(args) => bench(args, cli.verbose),
+        Command::Bench(args) => bench::run(args, cli.verbose),
+        Command::BenchCompare(args) => bench::compare(args, cli.verbose),
         Command::Simulate(args) => simulate::run(args, cli.verbose),
     };
     match result {
@@ -443,73 +437,6 @@ fn run(args: RunArgs, verbose: bool) -> Result<ExitCode> {
     if guest_failed && fail_on_guest_error() {
         return Ok(ExitCode::from(GUEST_FAILURE_EXIT));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Times `validate` alone: the module is compiled and instantiated once, and every evaluation gets
-/// a fresh copy of the session, so each one makes the same host calls. Host-side replay (copying
-/// the recorded answers into the guest) is part of the measured time, as the policy server's
-/// answer from its cache would be.
-fn bench(args: BenchArgs, verbose: bool) -> Result<ExitCode> {
-    let run = args.run;
-    let settings = load_settings(&run.settings)?;
-    let request_json = read_request(&run.request_path)?;
-    let (origin, wasm) = read_policy(&run.policy)?;
-    let metadata = resolve_metadata(&wasm, &origin, run.metadata.as_deref())?;
-    let allow_list = context_aware_allow_list(run.allow_context_aware, &metadata);
-    let request = ValidateRequest::build(&request_json, run.raw)?;
-    let session = run
-        .replay_host_capabilities_interactions
-        .as_deref()
-        .map(Replayer::load)
-        .transpose()?;
-    let state = HostState {
-        allow_list,
-        replayer: session.clone(),
-        verbose,
-        responder: None,
-    };
-    let policy = Policy::load(&wasm, &origin, !run.disable_wasmtime_cache, state)?;
-    let settings_validation = call_validate_settings(&policy, &settings);
-    if !settings_validation.valid {
-        bail!(
-            "Provided settings are not valid: {}",
-            settings_validation.message.unwrap_or_default()
-        );
-    }
-    let mut timings = Vec::with_capacity(args.iterations);
-    let mut last = None;
-    for round in 0..=args.iterations {
-        policy.with_state_mut(|st| st.replayer = session.clone());
-        let start = std::time::Instant::now();
-        let (response, guest_failed) = call_validate(&policy, &request, &settings)?;
-        let elapsed = start.elapsed();
-        if guest_failed {
-            bail!(
-                "the policy failed during validate: {}",
-                serde_json::to_string(&response)?
-            );
-        }
-        if round > 0 {
-            timings.push(elapsed.as_secs_f64() * 1000.0);
-        }
-        last = Some(response);
-    }
-    warn_leftovers(&policy);
-    if timings.is_empty() {
-        bail!("--iterations must be at least 1");
-    }
-    timings.sort_by(f64::total_cmp);
-    let mean = timings.iter().sum::<f64>() / timings.len() as f64;
-    let summary = json!({
-        "iterations": timings.len(),
-        "min_ms": timings[0],
-        "median_ms": timings[timings.len() / 2],
-        "mean_ms": mean,
-        "max_ms": timings[timings.len() - 1],
-        "allowed": last.as_ref().map(|r| r.allowed),
-    });
-    print_line(&summary.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,1010 @@
+//! Benchmarks of `validate` inside the compiled module.
+//!
+//! * `testhost bench`: one request, answered from a session file, timed `--iterations` times.
+//! * `testhost bench-compare`: the policy against a baseline on generated namespaces
+//!   (`bench/make_namespace.py`), in one run, so that a shared, noisy machine still gives
+//!   meaningful ratios. See [`compare`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListResourcesByNamespaceRequest,
+};
+use serde_json::{json, Value};
+use wasmtime_provider::wasmtime;
+
+use crate::admission::{ValidateRequest, ValidationResponse};
+use crate::host::{access_denied_message, HostState};
+use crate::metadata::ContextAwareResource;
+use crate::runtime::Policy;
+use crate::session::Replayer;
+use crate::RunArgs;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+
+    /// How many evaluations to time (after one untimed warm-up)
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+}
+
+/// Times `validate` alone: the module is compiled and instantiated once, and every evaluation gets
+/// a fresh copy of the session, so each one makes the same host calls. Host-side replay (copying
+/// the recorded answers into the guest) is part of the measured time, as the policy server's
+/// answer from its cache would be.
+pub fn run(args: BenchArgs, verbose: bool) -> Result<ExitCode> {
+    let run = args.run;
+    let settings = crate::load_settings(&run.settings)?;
+    let request_json = crate::read_request(&run.request_path)?;
+    let (origin, wasm) = crate::read_policy(&run.policy)?;
+    let metadata = crate::resolve_metadata(&wasm, &origin, run.metadata.as_deref())?;
+    let allow_list = crate::context_aware_allow_list(run.allow_context_aware, &metadata);
+    let request = ValidateRequest::build(&request_json, run.raw)?;
+    let session = run
+        .replay_host_capabilities_interactions
+        .as_deref()
+        .map(Replayer::load)
+        .transpose()?;
+    let state = HostState {
+        allow_list,
+        replayer: session.clone(),
+        verbose,
+        ..Default::default()
+    };
+    let policy = Policy::load(&wasm, &origin, !run.disable_wasmtime_cache, state)?;
+    let settings_validation = crate::call_validate_settings(&policy, &settings);
+    if !settings_validation.valid {
+        bail!(
+            "Provided settings are not valid: {}",
+            settings_validation.message.unwrap_or_default()
+        );
+    }
+    let mut timings = Vec::with_capacity(args.iterations);
+    let mut last = None;
+    for round in 0..=args.iterations {
+        policy.with_state_mut(|st| st.replayer = session.clone());
+        let start = Instant::now();
+        let (response, guest_failed) = crate::call_validate(&policy, &request, &settings)?;
+        let elapsed = start.elapsed();
+        if guest_failed {
+            bail!(
+                "the policy failed during validate: {}",
+                serde_json::to_string(&response)?
+            );
+        }
+        if round > 0 {
+            timings.push(elapsed.as_secs_f64() * 1000.0);
+        }
+        last = Some(response);
+    }
+    crate::warn_leftovers(&policy);
+    if timings.is_empty() {
+        bail!("--iterations must be at least 1");
+    }
+    timings.sort_by(f64::total_cmp);
+    let mean = timings.iter().sum::<f64>() / timings.len() as f64;
+    let summary = json!({
+        "iterations": timings.len(),
+        "min_ms": timings[0],
+        "median_ms": timings[timings.len() / 2],
+        "mean_ms": mean,
+        "max_ms": timings[timings.len() - 1],
+        "allowed": last.as_ref().map(|r| r.allowed),
+    });
+    crate::print_line(&summary.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A namespace directory written by bench/make_namespace.py (repeat the flag for several)
+    #[arg(long = "namespace", value_name = "DIR", required = true)]
+    namespaces: Vec<PathBuf>,
+
+    /// Timed evaluations per case (default: 300,000 / Metal3Machines, between 10 and 200)
+    #[arg(long)]
+    iterations: Option<usize>,
+
+    /// Turn off usage of wasmtime cache
+    #[arg(long)]
+    disable_wasmtime_cache: bool,
+
+    /// metadata.yml to use when the module is not annotated (default: env TESTHOST_METADATA, then ./metadata.yml if present)
+    #[arg(long, value_name = "FILE")]
+    metadata: Option<PathBuf>,
+
+    /// Policy module: a path to a .wasm file
+    policy: String,
+}
+
+const V1: &str = "v1beta1";
+const V2: &str = "v1beta2";
+const INFRA: &str = "infrastructure.cluster.x-k8s.io";
+const GROUPKIND: &str = "Metal3MachineTemplate.infrastructure.cluster.x-k8s.io";
+
+/// The lists the baseline reads, in the policy's order.
+const BASELINE_LISTS: [&str; 6] = [
+    "MachineDeployment",
+    "MachineSet",
+    "KubeadmControlPlane",
+    "RKE2ControlPlane",
+    "ClusterClass",
+    "Metal3Machine",
+];
+
+/// Which versions of the Cluster API groups a release serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    V1beta1Only,
+    TwoVersions,
+    V1beta2Only,
+}
+
+impl Release {
+    const ALL: [Release; 3] = [
+        Release::V1beta1Only,
+        Release::TwoVersions,
+        Release::V1beta2Only,
+    ];
+
+    fn serves(self, version: &str) -> bool {
+        match self {
+            Release::V1beta1Only => version == V1,
+            Release::TwoVersions => version == V1 || version == V2,
+            Release::V1beta2Only => version == V2,
+        }
+    }
+
+    /// The version requests arrive at, and the objects of the baseline's lists.
+    fn preferred(self) -> &'static str {
+        match self {
+            Release::V1beta1Only => V1,
+            _ => V2,
+        }
+    }
+}
+
+/// One kind at one version: the whole objects and their list answer without masks.
+struct KindStore {
+    items: Vec<Value>,
+    unmasked_list: Vec<u8>,
+}
+
+/// The objects of a namespace at each version written by make_namespace.py.
+struct Namespace {
+    dir: PathBuf,
+    name: String,
+    machines: usize,
+    kinds: HashMap<(String, String), KindStore>,
+}
+
+impl Namespace {
+    fn load(dir: &Path) -> Result<Namespace> {
+        let mut ns = Namespace {
+            dir: dir.to_path_buf(),
+            name: String::new(),
+            machines: 0,
+            kinds: HashMap::new(),
+        };
+        for version in [V2, V1] {
+            let path = dir.join(format!("objects-{version}.json"));
+            if !path.exists() {
+                continue;
+            }
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let mut doc: Value = serde_json::from_slice(&bytes)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            ns.name = doc["namespace"].as_str().unwrap_or_default().to_string();
+            let Some(kinds) = doc.get_mut("kinds").and_then(Value::as_object_mut) else {
+                bail!("{}: no \"kinds\" object", path.display());
+            };
+            for (kind, items) in std::mem::take(kinds) {
+                let Value::Array(items) = items else {
+                    bail!("{}: {kind} is not a list", path.display());
+                };
+                if kind == "Metal3Machine" {
+                    ns.machines = items.len();
+                }
+                let group = items
+                    .first()
+                    .and_then(|o| o["apiVersion"].as_str())
+                    .map(|av| av.split('/').next().unwrap_or_default().to_string());
+                let api_version =
+                    group.map_or_else(|| version.to_string(), |g| format!("{g}/{version}"));
+                let unmasked_list = list_answer(&api_version, &kind, items.iter())?;
+                ns.kinds.insert(
+                    (version.to_string(), kind),
+                    KindStore {
+                        items,
+                        unmasked_list,
+                    },
+                );
+            }
+        }
+        if ns.kinds.is_empty() {
+            bail!(
+                "{}: no objects-v1beta2.json: run python3 bench/make_namespace.py {} first",
+                dir.display(),
+                dir.display()
+            );
+        }
+        Ok(ns)
+    }
+
+    fn has_version(&self, version: &str) -> bool {
+        self.kinds.keys().any(|(v, _)| v == version)
+    }
+
+    fn kind(&self, version: &str, kind: &str) -> Option<&KindStore> {
+        self.kinds.get(&(version.to_string(), kind.to_string()))
+    }
+
+    fn request(&self, name: &str, release: Release) -> Result<Value> {
+        let path = self.dir.join(format!("request-{name}.json"));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let mut request: Value = serde_json::from_str(&text)?;
+        if release.preferred() == V1 {
+            // the same request as a v1beta1-only API server sends it
+            for field in ["kind", "requestKind", "resource", "requestResource"] {
+                if let Some(v) = request[field].get_mut("version") {
+                    *v = json!(V1);
+                }
+            }
+            for field in ["object", "oldObject"] {
+                if let Some(av) = request[field].get_mut("apiVersion") {
+                    *av = json!(av.as_str().unwrap_or_default().replace(V2, V1));
+                }
+            }
+        }
+        Ok(request)
+    }
+}
+
+fn list_answer<'a>(
+    api_version: &str,
+    kind: &str,
+    items: impl Iterator<Item = &'a Value>,
+) -> Result<Vec<u8>> {
+    let items: Vec<&Value> = items.collect();
+    Ok(serde_json::to_vec(&json!({
+        "apiVersion": api_version,
+        "kind": format!("{kind}List"),
+        "metadata": {"resourceVersion": "4711"},
+        "items": items,
+    }))?)
+}
+
+/// The policy server's field masks: apiVersion, kind and metadata stay whole, the rest keeps the
+/// masked paths only (arrays are transparent).
+fn apply_masks(object: &Value, masks: &BTreeSet<String>) -> Value {
+    #[derive(Default)]
+    struct Tree(HashMap<String, Tree>);
+    fn prune(value: &Value, tree: &Tree) -> Value {
+        if tree.0.is_empty() {
+            return value.clone();
+        }
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter_map(|(k, v)| tree.0.get(k).map(|t| (k.clone(), prune(v, t))))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| prune(v, tree)).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut tree = Tree::default();
+    for mask in masks {
+        let mut node = &mut tree;
+        for part in mask.split('.') {
+            node = node.0.entry(part.to_string()).or_default();
+        }
+    }
+    for keep in ["apiVersion", "kind", "metadata"] {
+        tree.0.insert(keep.to_string(), Tree::default());
+    }
+    prune(object, &tree)
+}
+
+/// What the bench host counts for one evaluation.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Traffic {
+    calls: u64,
+    bytes: u64,
+}
+
+/// The bench's API server: answers the policy's list and get calls from a [`Namespace`] for one
+/// release line, honouring or ignoring the field masks, and counts calls and bytes.
+struct BenchHost {
+    ns: Arc<Namespace>,
+    release: Release,
+    honour_masks: bool,
+    allow_list: BTreeSet<ContextAwareResource>,
+    masked_lists: HashMap<(String, String, BTreeSet<String>), Vec<u8>>,
+    traffic: Traffic,
+}
+
+impl BenchHost {
+    fn answer(
+        &mut self,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let json_err = |e: serde_json::Error| e.to_string();
+        if namespace == "tracing" {
+            return Ok(Vec::new());
+        }
+        self.traffic.calls += 1;
+        let answer = match (namespace, operation) {
+            ("kubernetes", "list_resources_by_namespace") => {
+                let req: ListResourcesByNamespaceRequest =
+                    serde_json::from_slice(payload).map_err(json_err)?;
+                self.check_access(&req.api_version, &req.kind)?;
+                self.list(&req)
+            }
+            ("kubernetes", "get_resource") => {
+                let req: GetResourceRequest = serde_json::from_slice(payload).map_err(json_err)?;
+                self.check_access(&req.api_version, &req.kind)?;
+                self.get(&req)
+            }
+            _ => Err(format!(
+                "the bench host does not answer {namespace}/{operation}"
+            )),
+        }
+        .map_err(|e| format!("Callback evaluation failure: {e}"))?;
+        self.traffic.bytes += answer.len() as u64;
+        Ok(answer)
+    }
+
+    fn check_access(&self, api_version: &str, kind: &str) -> Result<(), String> {
+        let resource = ContextAwareResource {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        };
+        if self.allow_list.contains(&resource) {
+            Ok(())
+        } else {
+            Err(access_denied_message(api_version, kind))
+        }
+    }
+
+    /// The version part of `api_version` when the release serves it, else the host's error.
+    fn served<'r>(&self, api_version: &'r str, kind: &str) -> Result<&'r str, String> {
+        let version = api_version.rsplit('/').next().unwrap_or_default();
+        if self.release.serves(version) && self.ns.has_version(version) {
+            Ok(version)
+        } else {
+            Err(format!("Cannot find resource {api_version}/{kind}"))
+        }
+    }
+
+    fn list(&mut self, req: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
+        let version = self.served(&req.api_version, &req.kind)?.to_string();
+        let ns = self.ns.clone();
+        let Some(store) = ns.kind(&version, &req.kind) else {
+            return Err(format!(
+                "Cannot find resource {}/{}",
+                req.api_version, req.kind
+            ));
+        };
+        if req.namespace != ns.name {
+            return list_answer(&req.api_version, &req.kind, std::iter::empty())
+                .map_err(|e| e.to_string());
+        }
+        match req
+            .field_masks
+            .as_ref()
+            .filter(|m| self.honour_masks && !m.is_empty())
+        {
+            None => Ok(store.unmasked_list.clone()),
+            Some(masks) => {
+                let key = (version, req.kind.clone(), masks.clone());
+                if !self.masked_lists.contains_key(&key) {
+                    let masked: Vec<Value> =
+                        store.items.iter().map(|o| apply_masks(o, masks)).collect();
+                    let bytes = list_answer(&req.api_version, &req.kind, masked.iter())
+                        .map_err(|e| e.to_string())?;
+                    self.masked_lists.insert(key.clone(), bytes);
+                }
+                Ok(self.masked_lists[&key].clone())
+            }
+        }
+    }
+
+    fn get(&mut self, req: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        let version = self.served(&req.api_version, &req.kind)?;
+        let not_found = || {
+            format!(
+                "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+                req.api_version, req.kind, req.name, req.namespace
+            )
+        };
+        if req.namespace.as_deref() != Some(self.ns.name.as_str()) {
+            return Err(not_found());
+        }
+        let object = self
+            .ns
+            .kind(version, &req.kind)
+            .and_then(|s| {
+                s.items
+                    .iter()
+                    .find(|o| o["metadata"]["name"] == req.name.as_str())
+            })
+            .ok_or_else(not_found)?;
+        let answer = match req
+            .field_masks
+            .as_ref()
+            .filter(|m| self.honour_masks && !m.is_empty())
+        {
+            Some(masks) => apply_masks(object, masks),
+            None => object.clone(),
+        };
+        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+    }
+}
+
+/// A policy loaded with the bench host behind its host calls.
+struct Bench {
+    wapc: wapc::WapcHost,
+    host: Arc<Mutex<BenchHost>>,
+}
+
+impl Bench {
+    fn load(wasm: &[u8], origin: &str, enable_cache: bool, host: BenchHost) -> Result<Bench> {
+        let mut config = wasmtime::Config::new();
+        if enable_cache {
+            if let Ok(cache) = wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+                config.cache(Some(cache));
+            }
+        }
+        config.wasm_function_references(true);
+        let engine = wasmtime::Engine::new(&config)
+            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
+        let module = wasmtime::Module::new(&engine, wasm)
+            .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
+        let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .build()
+            .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
+        let host = Arc::new(Mutex::new(host));
+        let cb_host = host.clone();
+        let callback = move |_id: u64,
+                             binding: &str,
+                             namespace: &str,
+                             operation: &str,
+                             payload: &[u8]|
+              -> std::result::Result<
+            Vec<u8>,
+            Box<dyn std::error::Error + Send + Sync>,
+        > {
+            if binding != "kubewarden" {
+                return Err(format!("unknown binding: {binding}").into());
+            }
+            let mut host = cb_host.lock().unwrap_or_else(PoisonError::into_inner);
+            host.answer(namespace, operation, payload)
+                .map_err(|e| e.into())
+        };
+        let wapc = wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))?;
+        let bench = Bench { wapc, host };
+        let settings = bench
+            .wapc
+            .call("validate_settings", b"{}")
+            .map_err(|e| anyhow!("validate_settings failed: {e}"))?;
+        let answer: Value = serde_json::from_slice(&settings)?;
+        if answer["valid"] != json!(true) {
+            bail!("the policy refuses the default settings: {answer}");
+        }
+        Ok(bench)
+    }
+
+    fn host<T>(&self, f: impl FnOnce(&mut BenchHost) -> T) -> T {
+        f(&mut self.host.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// One evaluation: the guest call's time in milliseconds, its answer and its traffic.
+    fn evaluate(&self, payload: &[u8]) -> Result<(f64, Verdict, Traffic)> {
+        self.host(|h| h.traffic = Traffic::default());
+        let start = Instant::now();
+        let answer = self.wapc.call("validate", payload);
+        let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+        let answer = answer.map_err(|e| anyhow!("the policy failed during validate: {e}"))?;
+        let response: ValidationResponse = serde_json::from_slice(&answer)?;
+        Ok((elapsed, Verdict::of(&response), self.host(|h| h.traffic)))
+    }
+
+    /// Times `iterations` evaluations after one warm-up; every evaluation must agree.
+    fn time(&self, payload: &[u8], iterations: usize) -> Result<Sample> {
+        let (_, verdict, traffic) = self.evaluate(payload)?;
+        let mut times = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            let (ms, v, t) = self.evaluate(payload)?;
+            if v != verdict || t != traffic {
+                bail!("evaluations disagree: {verdict:?} {traffic:?}, then {v:?} {t:?}");
+            }
+            times.push(ms);
+        }
+        Ok(Sample::new(times, verdict, traffic))
+    }
+}
+
+/// The gist of a policy answer, to check that every configuration decides the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Accept,
+    Mutate,
+    Reject(u16),
+}
+
+impl Verdict {
+    fn of(response: &ValidationResponse) -> Verdict {
+        match (response.accepted, &response.mutated_object) {
+            (true, Some(_)) => Verdict::Mutate,
+            (true, None) => Verdict::Accept,
+            (false, _) => Verdict::Reject(response.code.unwrap_or(0)),
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Accept => f.write_str("accepted"),
+            Verdict::Mutate => f.write_str("patched"),
+            Verdict::Reject(code) => write!(f, "rejected {code}"),
+        }
+    }
+}
+
+struct Sample {
+    p50: f64,
+    p99: f64,
+    n: usize,
+    verdict: Verdict,
+    traffic: Traffic,
+}
+
+impl Sample {
+    fn new(mut times: Vec<f64>, verdict: Verdict, traffic: Traffic) -> Sample {
+        times.sort_by(f64::total_cmp);
+        Sample {
+            p50: percentile(&times, 0.50),
+            p99: percentile(&times, 0.99),
+            n: times.len(),
+            verdict,
+            traffic,
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The baseline: the same six lists (and the owning Cluster when something refers to the
+/// template) read the straightforward way: no field masks, every answer copied out of the host
+/// and parsed whole into `serde_json::Value`, then walked with JSON pointers. It runs natively,
+/// without the wasm sandbox, so the ratio to it is conservative.
+fn baseline(ns: &Namespace, release: Release, template: &Value) -> Result<(Vec<String>, Traffic)> {
+    let version = release.preferred();
+    let name = template["metadata"]["name"].as_str().unwrap_or_default();
+    let node_reuse = template.pointer("/spec/nodeReuse") == Some(&json!(true));
+    let mut traffic = Traffic::default();
+    let mut referrers = Vec::new();
+    let names_template = |r: Option<&Value>| {
+        r.is_some_and(|r| {
+            let group = r["apiGroup"].as_str().or_else(|| {
+                r["apiVersion"]
+                    .as_str()
+                    .map(|av| av.split('/').next().unwrap_or_default())
+            });
+            r["kind"] == "Metal3MachineTemplate"
+                && r["name"] == name
+                && group.is_none_or(|g| g == INFRA)
+        })
+    };
+    for kind in BASELINE_LISTS {
+        if kind == "Metal3Machine" && !node_reuse {
+            continue;
+        }
+        let Some(store) = ns.kind(version, kind) else {
+            bail!("{}: no {kind} at {version}", ns.dir.display());
+        };
+        let bytes = store.unmasked_list.clone();
+        traffic.calls += 1;
+        traffic.bytes += bytes.len() as u64;
+        let list: Value = serde_json::from_slice(&bytes)?;
+        for item in list["items"].as_array().into_iter().flatten() {
+            let deleting = item.pointer("/metadata/deletionTimestamp").is_some();
+            let refs: Vec<Option<&Value>> = match kind {
+                "MachineDeployment" | "MachineSet" => {
+                    let scaled_down = kind == "MachineSet"
+                        && item.pointer("/spec/replicas") == Some(&json!(0))
+                        && item.pointer("/status/replicas") == Some(&json!(0));
+                    if deleting || scaled_down {
+                        continue;
+                    }
+                    vec![
+                        item.pointer("/spec/template/spec/infrastructureRef"),
+                        item.pointer("/spec/template/spec/bootstrap/configRef"),
+                    ]
+                }
+                "KubeadmControlPlane" | "RKE2ControlPlane" if !deleting => vec![
+                    item.pointer("/spec/machineTemplate/infrastructureRef"),
+                    item.pointer("/spec/machineTemplate/spec/infrastructureRef"),
+                    item.pointer("/spec/infrastructureRef"),
+                ],
+                "ClusterClass" if !deleting => {
+                    let mut refs = vec![];
+                    for base in [
+                        "/spec/controlPlane/machineInfrastructure",
+                        "/spec/infrastructure",
+                    ] {
+                        refs.push(item.pointer(&format!("{base}/ref")));
+                        refs.push(item.pointer(&format!("{base}/templateRef")));
+                    }
+                    for pool in ["machineDeployments", "machinePools"] {
+                        let classes = item.pointer(&format!("/spec/workers/{pool}"));
+                        for class in classes.and_then(Value::as_array).into_iter().flatten() {
+                            for path in [
+                                "/template/infrastructure/ref",
+                                "/template/bootstrap/ref",
+                                "/infrastructure/templateRef",
+                                "/bootstrap/templateRef",
+                            ] {
+                                refs.push(class.pointer(path));
+                            }
+                        }
+                    }
+                    refs
+                }
+                "Metal3Machine" => {
+                    let annotations = &item["metadata"]["annotations"];
+                    if annotations["cluster.x-k8s.io/cloned-from-name"] == name
+                        && annotations["cluster.x-k8s.io/cloned-from-groupkind"] == GROUPKIND
+                    {
+                        referrers.push(format!(
+                            "{kind} {}",
+                            item["metadata"]["name"].as_str().unwrap_or_default()
+                        ));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if refs.into_iter().any(names_template) {
+                referrers.push(format!(
+                    "{kind} {}",
+                    item["metadata"]["name"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if !referrers.is_empty() {
+        let owners = template["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for owner in owners.iter().filter(|o| o["kind"] == "Cluster") {
+            let cluster = ns.kind(version, "Cluster").and_then(|s| {
+                s.items
+                    .iter()
+                    .find(|c| c["metadata"]["name"] == owner["name"])
+            });
+            let bytes = serde_json::to_vec(&cluster)?;
+            traffic.calls += 1;
+            traffic.bytes += bytes.len() as u64;
+            let cluster: Value = serde_json::from_slice(&bytes)?;
+            if cluster.pointer("/metadata/deletionTimestamp").is_some() {
+                referrers.clear();
+            }
+        }
+    }
+    referrers.sort();
+    Ok((referrers, traffic))
+}
+
+fn time_baseline(ns: &Namespace, template: &Value, iterations: usize) -> Result<(Sample, usize)> {
+    let (found, traffic) = baseline(ns, Release::TwoVersions, template)?;
+    let mut times = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let (again, _) = std::hint::black_box(baseline(ns, Release::TwoVersions, template)?);
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        if again != found {
+            bail!("the baseline disagrees with itself");
+        }
+    }
+    let verdict = if found.is_empty() {
+        Verdict::Accept
+    } else {
+        Verdict::Reject(409)
+    };
+    Ok((Sample::new(times, verdict, traffic), found.len()))
+}
+
+fn validate_payload(request: &Value) -> Result<Vec<u8>> {
+    let request = ValidateRequest::build(request, false)?;
+    Ok(serde_json::to_vec(
+        &json!({"request": request.to_value()?, "settings": {}}),
+    )?)
+}
+
+/// One namespace's results.
+struct Row {
+    machines: usize,
+    delete: Sample,
+    unmasked: Sample,
+    baseline: Sample,
+    create: Sample,
+    ignored: Sample,
+    releases: Vec<(Release, Option<(Traffic, Verdict)>)>,
+}
+
+/// `testhost bench-compare`: for each namespace, times the DELETE of the template with the masks
+/// the policy sends, the same with a host that ignores them (whole objects, as the baseline gets),
+/// the baseline, the CREATE mutation and an ignored request, on a two-version release; then counts
+/// the DELETE's host calls on each release line whose objects the namespace has.
+pub fn compare(args: CompareArgs, _verbose: bool) -> Result<ExitCode> {
+    let (origin, wasm) = crate::read_policy(&args.policy)?;
+    let metadata = crate::resolve_metadata(&wasm, &origin, args.metadata.as_deref())?;
+    let allow_list = crate::context_aware_allow_list(true, &metadata);
+    let cache = !args.disable_wasmtime_cache;
+    let mut rows = Vec::new();
+    for dir in &args.namespaces {
+        let started = Instant::now();
+        let ns = Arc::new(Namespace::load(dir)?);
+        let iterations = args
+            .iterations
+            .unwrap_or_else(|| (300_000 / ns.machines.max(1)).clamp(10, 200));
+        let load = |release: Release, honour_masks: bool| {
+            Bench::load(
+                &wasm,
+                &origin,
+                cache,
+                BenchHost {
+                    ns: ns.clone(),
+                    release,
+                    honour_masks,
+                    allow_list: allow_list.clone(),
+                    masked_lists: HashMap::new(),
+                    traffic: Traffic::default(),
+                },
+            )
+        };
+        let two = Release::TwoVersions;
+        let delete_request = ns.request("delete", two)?;
+        let delete = validate_payload(&delete_request)?;
+        let masked = load(two, true)?;
+        let row_delete = masked.time(&delete, iterations)?;
+        let create = masked.time(
+            &validate_payload(&ns.request("create", two)?)?,
+            iterations.max(50),
+        )?;
+        let ignored = masked.time(
+            &validate_payload(&ns.request("ignored", two)?)?,
+            iterations.max(50),
+        )?;
+        drop(masked);
+        let unmasked = load(two, false)?.time(&delete, iterations)?;
+        let (baseline, found) = time_baseline(&ns, &delete_request["oldObject"], iterations)?;
+        if baseline.verdict != row_delete.verdict || unmasked.verdict != row_delete.verdict {
+            bail!(
+                "{}: the policy ({}, {} without masks) and the baseline ({}, {found} referrers) disagree",
+                dir.display(),
+                row_delete.verdict,
+                unmasked.verdict,
+                baseline.verdict
+            );
+        }
+        let mut releases = Vec::new();
+        for release in Release::ALL {
+            if !ns.has_version(release.preferred()) {
+                releases.push((release, None));
+                continue;
+            }
+            let bench = load(release, true)?;
+            let (_, verdict, traffic) =
+                bench.evaluate(&validate_payload(&ns.request("delete", release)?)?)?;
+            releases.push((release, Some((traffic, verdict))));
+        }
+        eprintln!(
+            "{}: {} Metal3Machines, {iterations} evaluations per case, {:.0} s",
+            dir.display(),
+            ns.machines,
+            started.elapsed().as_secs_f64()
+        );
+        rows.push(Row {
+            machines: ns.machines,
+            delete: row_delete,
+            unmasked,
+            baseline,
+            create,
+            ignored,
+            releases,
+        });
+    }
+    print!("{}", render(&rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kb(bytes: u64) -> String {
+    if bytes >= 10_000_000 {
+        format!("{:.0} MB", bytes as f64 / 1e6)
+    } else if bytes >= 1_000_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.0} kB", bytes as f64 / 1e3)
+    }
+}
+
+fn ms(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 1.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn render(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line("DELETE of a nodeReuse Metal3MachineTemplate still named by one MachineSet and one Metal3Machine (two-version release):".into());
+    line(String::new());
+    line("| Metal3Machines | policy p50 / p99 ms | baseline p50 / p99 ms | ratio (goal <= 0.6) | policy, masks ignored p50 ms | host bytes with masks | without | cut (goal >= 5) | host calls | verdict |".into());
+    line("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|".into());
+    for r in rows {
+        line(format!(
+            "| {} | {} / {} | {} / {} | {:.2} | {} | {} | {} | {:.1}x | {} | {} |",
+            r.machines,
+            ms(r.delete.p50),
+            ms(r.delete.p99),
+            ms(r.baseline.p50),
+            ms(r.baseline.p99),
+            r.delete.p50 / r.baseline.p50,
+            ms(r.unmasked.p50),
+            kb(r.delete.traffic.bytes),
+            kb(r.unmasked.traffic.bytes),
+            r.unmasked.traffic.bytes as f64 / r.delete.traffic.bytes.max(1) as f64,
+            r.delete.traffic.calls,
+            r.delete.verdict,
+        ));
+    }
+    let steps: Vec<String> = rows
+        .windows(2)
+        .filter(|w| w[1].machines > w[0].machines)
+        .map(|w| {
+            let size = w[1].machines as f64 / w[0].machines as f64;
+            let policy = w[1].delete.p50 / w[0].delete.p50;
+            format!(
+                "{} to {} (objects x{size:.0}): policy x{policy:.1}, baseline x{:.1}, {}",
+                w[0].machines,
+                w[1].machines,
+                w[1].baseline.p50 / w[0].baseline.p50,
+                if policy <= size * 1.1 {
+                    "linear or better"
+                } else {
+                    "worse than linear"
+                }
+            )
+        })
+        .collect();
+    if !steps.is_empty() {
+        let per_object: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{:.1}", r.delete.p50 * 1000.0 / r.machines.max(1) as f64))
+            .collect();
+        line(String::new());
+        line(format!(
+            "Growth of p50: {}. Policy time per Metal3Machine: {} us.",
+            steps.join("; "),
+            per_object.join(", ")
+        ));
+    }
+    line(String::new());
+    line(
+        "Other requests, and the DELETE's host calls on each release line (`auto` API versions):"
+            .into(),
+    );
+    line(String::new());
+    line("| Metal3Machines | CREATE mutation p50 / p99 ms | calls | ignored UPDATE p50 / p99 ms | calls | DELETE calls: v1beta1-only | two-version | v1beta2-only |".into());
+    line("|---:|---:|---:|---:|---:|---:|---:|---:|".into());
+    for r in rows {
+        let per_release: Vec<String> = r
+            .releases
+            .iter()
+            .map(|(_, t)| match t {
+                Some((traffic, verdict)) if *verdict == r.delete.verdict => {
+                    traffic.calls.to_string()
+                }
+                Some((traffic, verdict)) => format!("{} ({verdict})", traffic.calls),
+                None => "–".to_string(),
+            })
+            .collect();
+        line(format!(
+            "| {} | {} / {} ({}) | {} | {} / {} ({}) | {} | {} |",
+            r.machines,
+            ms(r.create.p50),
+            ms(r.create.p99),
+            r.create.verdict,
+            r.create.traffic.calls,
+            ms(r.ignored.p50),
+            ms(r.ignored.p99),
+            r.ignored.verdict,
+            r.ignored.traffic.calls,
+            per_release.join(" | "),
+        ));
+    }
+    let samples: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{}: {}", r.machines, r.delete.n))
+        .collect();
+    line(String::new());
+    line(format!(
+        "Timed evaluations per case (after one warm-up): {}; p99 is the nearest rank. \
+         \"–\": the namespace has no objects for that release line (make_namespace.py --v1beta1).",
+        samples.join(", ")
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_keep_metadata_and_the_masked_paths_through_arrays() {
+        let object = json!({
+            "apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "labels": {"x": "y"}},
+            "spec": {"keep": {"a": 1}, "drop": 2, "list": [{"ref": 1, "other": 2}]},
+            "status": {"replicas": 3},
+        });
+        let masks: BTreeSet<String> = ["spec.keep", "spec.list.ref"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            apply_masks(&object, &masks),
+            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "labels": {"x": "y"}},
+                   "spec": {"keep": {"a": 1}, "list": [{"ref": 1}]}})
+        );
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.5), 50.0);
+        assert_eq!(percentile(&values, 0.99), 99.0);
+        assert_eq!(percentile(&values[..10], 0.99), 10.0);
+        assert_eq!(percentile(&[7.0], 0.5), 7.0);
+    }
+
+    #[test]
+    fn releases_serve_their_versions() {
+        assert!(Release::V1beta1Only.serves(V1) && !Release::V1beta1Only.serves(V2));
+        assert!(Release::TwoVersions.serves(V1) && Release::TwoVersions.serves(V2));
+        assert!(!Release::V1beta2Only.serves(V1) && Release::V1beta2Only.serves(V2));
+    }
+}
