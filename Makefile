@@ -56,10 +56,17 @@ fmt:
 lint:
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# tests/size.rs checks the size of policy.wasm.
+# tests/size.rs checks the size of policy.wasm. The fuzz run is the `fuzz` target.
 .PHONY: unit-tests
 unit-tests: policy.wasm
-	cargo test --workspace --locked
+	cargo test --workspace --locked -- --skip fuzz::
+
+# Property tests over the native entry point (src/fuzz.rs): CASES generated cases (20,000 in
+# `make test`), printing cases per second; a failing case is saved under test_data/fuzz-failures/.
+CASES ?= 20000
+.PHONY: fuzz
+fuzz:
+	FUZZ_CASES=$(CASES) cargo test -p capi-template-guard --lib --locked fuzz:: -- --nocapture
 
 # Evaluates the policy on every sample request in test_data/ and prints each verdict.
 .PHONY: evaluate
@@ -80,9 +87,11 @@ SEEDS ?= 1000
 simulate: policy.wasm $(TESTHOST)
 	$(TESTHOST) simulate --seeds $(SEEDS) policy.wasm
 
-# e2e.bats through the test host; again through kwctl when it is on PATH.
+# e2e.bats through the test host; again through kwctl when it is on PATH. First the hostile
+# corpus (300 requests, sessions and native verdicts) that e2e.bats runs through the module.
 .PHONY: e2e-tests
 e2e-tests: policy.wasm $(TESTHOST)
+	HOSTILE_CORPUS=$(CURDIR)/target/hostile cargo test -p capi-template-guard --lib --locked -q fuzz::write_hostile_corpus
 	$(TESTHOST) protocol-version policy.wasm
 	KWCTL=$(TESTHOST) POLICY=policy.wasm bats e2e.bats
 	@if command -v $(KWCTL) >/dev/null 2>&1; then \
@@ -91,9 +100,10 @@ e2e-tests: policy.wasm $(TESTHOST)
 		echo "kwctl is not on PATH: e2e.bats ran through the test host only."; \
 	fi
 
-# Everything: formatting, lints, unit tests (policy and test host), the wasm build, e2e.bats.
+# Everything: formatting, lints, unit tests (policy and test host), the bounded fuzz run, the wasm
+# build, e2e.bats.
 .PHONY: test
-test: fmt lint unit-tests e2e-tests
+test: fmt lint unit-tests fuzz e2e-tests
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.

@@ -449,3 +449,28 @@ refuses_unsigned() {
   echo "kwctl verify failed for another reason: $said" >&2
   return 1
 }
+
+@test "a hostile corpus: the compiled module answers 300 mutated requests and host answers as the native code does" {
+  # Written by `make e2e-tests` (src/fuzz.rs, write_hostile_corpus): requests with fields removed,
+  # retyped, nulled, huge or non-ASCII, any kind and operation, and host answers of every kind.
+  corpus=target/hostile
+  [ -f "$corpus/000.request.json" ] || { echo "no corpus in $corpus: run make e2e-tests" >&2; return 1; }
+  evaluated=0
+  for req in "$corpus"/*.request.json; do
+    base="${req%.request.json}"
+    run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run --request-path "$req" \
+      --settings-json "$(cat "$base.settings.json")" --allow-context-aware \
+      --replay-host-capabilities-interactions "$base.session.yml" "$POLICY"
+    if [ "$status" -ne 0 ]; then
+      # Only the engine's own refusal of a request file it cannot read is acceptable here.
+      grep -qiE "request|admission" <<<"$stderr" || { echo "$base: engine failed ($status): $stderr" >&2; return 1; }
+      continue
+    fi
+    got="$(jq -c '{allowed, code: .status.code, warned: ((.warnings // []) | length > 0), patched: (.patch != null)}' <<<"$output")"
+    want="$(jq -c '{allowed, code, warned, patched}' "$base.expected.json")"
+    [ "$got" = "$want" ] || { echo "$base: the module answered $got, the native code $want" >&2; return 1; }
+    evaluated=$((evaluated + 1))
+  done
+  echo "the module evaluated $evaluated hostile requests" >&2
+  [ "$evaluated" -ge 200 ]
+}

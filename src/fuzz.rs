@@ -22,6 +22,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 };
 use kubewarden_policy_sdk::response::ValidationResponse;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -161,6 +162,23 @@ struct FuzzCluster<'a> {
     next: Cell<usize>,
     calls: RefCell<Vec<String>>,
     failed: Cell<bool>,
+    /// Each call as a session exchange (kwctl's replay format), for the hostile corpus.
+    exchanges: RefCell<Vec<Value>>,
+}
+
+/// A host call as kwctl's session files name it (serde's external tag becomes the YAML tag).
+#[derive(Serialize)]
+enum SessionRequest<'a> {
+    KubernetesListResourceNamespace(&'a ListResourcesByNamespaceRequest),
+    KubernetesGetResource(&'a GetResourceRequest),
+}
+
+fn exchange(request: &SessionRequest<'_>, answer: &Result<Vec<u8>, String>) -> Value {
+    let response = match answer {
+        Ok(bytes) => json!({"type": "Success", "payload": String::from_utf8_lossy(bytes)}),
+        Err(message) => json!({"type": "Error", "message": message}),
+    };
+    json!({"type": "Exchange", "request": yaml_serde::to_string(request).expect("YAML"), "response": response})
 }
 
 impl<'a> FuzzCluster<'a> {
@@ -170,6 +188,7 @@ impl<'a> FuzzCluster<'a> {
             next: Cell::new(0),
             calls: RefCell::new(Vec::new()),
             failed: Cell::new(false),
+            exchanges: RefCell::new(Vec::new()),
         }
     }
 
@@ -251,27 +270,28 @@ impl Cluster for FuzzCluster<'_> {
         &self,
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String> {
-        self.answer(
-            format!(
-                "list {} {} {} {:?}",
-                r.api_version, r.kind, r.namespace, r.field_masks
-            ),
-            &r.api_version,
-            &r.kind,
-            None,
-        )
+        let call = format!(
+            "list {} {} {} {:?}",
+            r.api_version, r.kind, r.namespace, r.field_masks
+        );
+        let answer = self.answer(call, &r.api_version, &r.kind, None);
+        self.exchanges.borrow_mut().push(exchange(
+            &SessionRequest::KubernetesListResourceNamespace(r),
+            &answer,
+        ));
+        answer
     }
 
     fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
-        self.answer(
-            format!(
-                "get {} {} {:?}/{} {}",
-                r.api_version, r.kind, r.namespace, r.name, r.disable_cache
-            ),
-            &r.api_version,
-            &r.kind,
-            Some(&r.name),
-        )
+        let call = format!(
+            "get {} {} {:?}/{} {}",
+            r.api_version, r.kind, r.namespace, r.name, r.disable_cache
+        );
+        let answer = self.answer(call, &r.api_version, &r.kind, Some(&r.name));
+        self.exchanges
+            .borrow_mut()
+            .push(exchange(&SessionRequest::KubernetesGetResource(r), &answer));
+        answer
     }
 }
 
@@ -296,9 +316,14 @@ fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
     }
 }
 
-fn mutate(request: &mut Value, mutation: &Mutation) {
+/// Applies `mutation`; with `only_objects`, field changes stay inside `object` and `oldObject`,
+/// which an engine passes to the policy untouched (kwctl re-encodes the rest of the request).
+fn mutate(request: &mut Value, mutation: &Mutation, only_objects: bool) {
     let mut all = Vec::new();
     pointers(request, String::new(), &mut all);
+    if only_objects {
+        all.retain(|p| p.starts_with("/object/") || p.starts_with("/oldObject/"));
+    }
     let pick = |i: usize| all.get(i % all.len().max(1)).cloned();
     match mutation {
         Mutation::Operation(i) => {
@@ -459,16 +484,20 @@ fn mutation_strategy() -> impl Strategy<Value = Mutation> {
 
 /// Hostile cases: any sample request, changed, with any settings and any host answers.
 fn hostile_case() -> impl Strategy<Value = Case> {
+    hostile_case_in(false)
+}
+
+fn hostile_case_in(only_objects: bool) -> impl Strategy<Value = Case> {
     (
         0..requests().len(),
         proptest::collection::vec(mutation_strategy(), 0..4),
         settings_strategy(),
         answers_strategy(),
     )
-        .prop_map(|(i, mutations, settings, answers)| {
+        .prop_map(move |(i, mutations, settings, answers)| {
             let mut request = requests()[i].clone();
             for m in &mutations {
-                mutate(&mut request, m);
+                mutate(&mut request, m, only_objects);
             }
             Case {
                 request,
@@ -694,5 +723,44 @@ fn fuzz_failures_stay_fixed() {
         if let Err(e) = check(&case) {
             panic!("{}: {e}", entry.path().display());
         }
+    }
+}
+
+/// Writes the hostile corpus that e2e.bats runs through the compiled module: `HOSTILE_CORPUS`
+/// names the directory (the test does nothing without it). Each entry is a request, valid
+/// settings, the session of host answers it gets, and the verdict the native code gave, which
+/// the module must repeat. Deterministic: the same corpus on every run.
+#[test]
+fn write_hostile_corpus() {
+    let Ok(dir) = std::env::var("HOSTILE_CORPUS") else {
+        return;
+    };
+    std::fs::create_dir_all(&dir).expect("corpus directory");
+    let mut runner = TestRunner::deterministic();
+    let strategy = hostile_case_in(true);
+    for n in 0..300 {
+        let mut case = strategy.new_tree(&mut runner).expect("a case").current();
+        case.settings = settings_strategy_valid(case.settings);
+        let payload = json!({"request": case.request, "settings": case.settings}).to_string();
+        let cluster = FuzzCluster::new(&case);
+        let bytes = crate::respond(payload.as_bytes(), &cluster).expect("an answer");
+        let response: ValidationResponse = serde_json::from_slice(&bytes).expect("a response");
+        let expected = json!({
+            "allowed": response.accepted,
+            "code": response.code,
+            "warned": response.warnings.is_some_and(|w| !w.is_empty()),
+            "patched": response.mutated_object.is_some(),
+        });
+        let base = format!("{dir}/{n:03}");
+        let write = |suffix: &str, value: &Value| {
+            std::fs::write(format!("{base}.{suffix}"), value.to_string()).expect("corpus file")
+        };
+        write("request.json", &case.request);
+        write("settings.json", &case.settings);
+        write(
+            "session.yml",
+            &Value::Array(cluster.exchanges.borrow().clone()),
+        );
+        write("expected.json", &expected);
     }
 }
