@@ -463,7 +463,7 @@ refuses_unsigned() {
       --replay-host-capabilities-interactions "$base.session.yml" "$POLICY"
     if [ "$status" -ne 0 ]; then
       # Only the engine's own refusal of a request file it cannot read is acceptable here.
-      grep -qiE "request|admission" <<<"$stderr" || { echo "$base: engine failed ($status): $stderr" >&2; return 1; }
+      grep -qiE "request|admission|recursion limit" <<<"$stderr" || { echo "$base: engine failed ($status): $stderr" >&2; return 1; }
       continue
     fi
     got="$(jq -c '{allowed, code: .status.code, warned: ((.warnings // []) | length > 0), patched: (.patch != null)}' <<<"$output")"

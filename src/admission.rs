@@ -1,11 +1,9 @@
 //! Routes an admission request to the deletion guard or the Metal3Machine mutation, and turns
 //! their results into an [`Outcome`].
 
-use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::capi::{MetadataOnly, Template};
+use crate::capi::{view_of, AdmissionRequest, MetadataOnly, Template};
 use crate::catalogue::{self, INFRASTRUCTURE_GROUP};
 use crate::cluster::Cluster;
 use crate::decision::{self, Decision};
@@ -54,11 +52,7 @@ impl Outcome {
     }
 }
 
-pub fn evaluate(
-    request: &KubernetesAdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-) -> Outcome {
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
     let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
     match request.operation.as_str() {
         "DELETE" => match catalogue::template_class(group, kind) {
@@ -88,7 +82,7 @@ fn lookup_failed(template: &Template, error: &LookupError, settings: &Settings) 
 }
 
 fn guard_deletion(
-    request: &KubernetesAdmissionRequest,
+    request: &AdmissionRequest,
     class: catalogue::TemplateClass,
     settings: &Settings,
     cluster: &dyn Cluster,
@@ -162,12 +156,12 @@ fn intent_for(
 
 /// Never blocks machine creation: every problem accepts without a patch and says why.
 fn record_intent(
-    request: &KubernetesAdmissionRequest,
+    request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
 ) -> Outcome {
     let machine = &request.object;
-    let meta = match MetadataOnly::deserialize(machine) {
+    let meta = match view_of::<MetadataOnly>(machine) {
         Ok(object) => object.metadata,
         Err(e) => {
             return Outcome::warn(message::machine_not_mutated(

@@ -1,6 +1,7 @@
-//! Minimal typed views of the Cluster API objects the policy reads.
+//! A minimal typed view of the Cluster API objects the policy reads ([`Object`], one view for
+//! every kind), the admission payload, and the template being deleted.
 //!
-//! Each view holds only the fields a decision reads and accepts both the v1beta1 and the v1beta2
+//! The view holds only the fields a decision reads and accepts both the v1beta1 and the v1beta2
 //! shape, because the API server converts every object to the version a list asks for and users
 //! pick that version in the settings. Every field defaults when absent (or null), and every other
 //! field is skipped unread, which keeps a list of thousands of objects cheap to decode.
@@ -95,22 +96,49 @@ impl ObjectRef {
     }
 }
 
-/// MachineDeployment and MachineSet share the paths the policy reads.
+/// Every object the policy reads, as one view: the union of the paths it reads of each kind.
+/// One view means one decoder in the module (the size budget); no two kinds use one path with
+/// different types, and a path a kind does not have simply stays at its default.
+///
+/// - MachineDeployment, MachineSet: `spec.replicas`, `spec.template.spec.{infrastructureRef,
+///   bootstrap.configRef}`, `status.replicas`;
+/// - KubeadmControlPlane, RKE2ControlPlane: `spec.machineTemplate.infrastructureRef` (v1beta1),
+///   `spec.machineTemplate.spec.infrastructureRef` (v1beta2), `spec.infrastructureRef` (RKE2's
+///   deprecated field);
+/// - ClusterClass: `spec.infrastructure`, `spec.controlPlane`, `spec.workers`;
+/// - Metal3MachineTemplate: `spec.nodeReuse`, `spec.template.spec.automatedCleaningMode`;
+/// - Metal3Machine, Cluster, the template being deleted: metadata.
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default)]
-pub struct MachineSetLike {
+pub struct Object {
     #[serde(deserialize_with = "nullable")]
     pub kind: String,
     pub metadata: Metadata,
-    pub spec: MachineSetSpec,
+    pub spec: Spec,
     pub status: ReplicaStatus,
 }
 
+/// The kinds' views are the one [`Object`]; the names say what a caller reads.
+pub type MachineSetLike = Object;
+pub type ControlPlane = Object;
+pub type ClusterClass = Object;
+pub type MetadataOnly = Object;
+pub type Metal3MachineTemplate = Object;
+
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct MachineSetSpec {
+#[serde(default, rename_all = "camelCase")]
+pub struct Spec {
     pub replicas: Option<i64>,
+    /// MachineDeployment / MachineSet machines; Metal3MachineTemplate's machine spec.
     pub template: MachineTemplateSpec,
+    pub machine_template: ControlPlaneMachineTemplate,
+    /// RKE2ControlPlane v1beta1 only: the deprecated location.
+    pub infrastructure_ref: Option<ObjectRef>,
+    pub infrastructure: TemplateSlot,
+    pub control_plane: ClusterClassControlPlane,
+    pub workers: Workers,
+    /// A plain bool in v1beta1, a pointer in v1beta2: absent means false for CAPM3.
+    pub node_reuse: Option<bool>,
 }
 
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
@@ -124,6 +152,8 @@ pub struct MachineTemplateSpec {
 pub struct MachineSpec {
     pub infrastructure_ref: Option<ObjectRef>,
     pub bootstrap: Bootstrap,
+    /// Metal3MachineTemplate: `spec.template.spec.automatedCleaningMode`.
+    pub automated_cleaning_mode: Option<String>,
 }
 
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
@@ -136,24 +166,6 @@ pub struct Bootstrap {
 #[serde(default)]
 pub struct ReplicaStatus {
     pub replicas: Option<i64>,
-}
-
-/// KubeadmControlPlane and RKE2ControlPlane, both API shapes.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct ControlPlane {
-    #[serde(deserialize_with = "nullable")]
-    pub kind: String,
-    pub metadata: Metadata,
-    pub spec: ControlPlaneSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ControlPlaneSpec {
-    pub machine_template: ControlPlaneMachineTemplate,
-    /// RKE2ControlPlane v1beta1 only: the deprecated location.
-    pub infrastructure_ref: Option<ObjectRef>,
 }
 
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
@@ -169,23 +181,6 @@ pub struct ControlPlaneMachineTemplate {
 #[serde(default, rename_all = "camelCase")]
 pub struct ControlPlaneMachineTemplateSpec {
     pub infrastructure_ref: Option<ObjectRef>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct ClusterClass {
-    #[serde(deserialize_with = "nullable")]
-    pub kind: String,
-    pub metadata: Metadata,
-    pub spec: ClusterClassSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ClusterClassSpec {
-    pub infrastructure: TemplateSlot,
-    pub control_plane: ClusterClassControlPlane,
-    pub workers: Workers,
 }
 
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
@@ -235,76 +230,54 @@ pub struct TemplateSlot {
     pub template_ref: Option<ObjectRef>,
 }
 
-/// Any object of which only the metadata matters (Metal3Machine, Cluster, the template itself).
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
+/// The parts of a validate payload the policy reads: the admission request and the settings.
+/// Every field defaults when absent or null; everything else is skipped unread.
+#[derive(Deserialize, Default, Debug)]
 #[serde(default)]
-pub struct MetadataOnly {
+pub struct Payload {
+    pub request: AdmissionRequest,
+    pub settings: Value,
+}
+
+/// The fields of an AdmissionRequest the policy reads. `request.kind` is the one the API server
+/// guarantees (`request.resource.kind` is not).
+#[derive(Deserialize, Default, Debug)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AdmissionRequest {
+    pub kind: GroupKind,
+    #[serde(deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(deserialize_with = "nullable")]
+    pub namespace: String,
+    #[serde(deserialize_with = "nullable")]
+    pub operation: String,
+    pub object: Value,
+    pub old_object: Value,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub struct GroupKind {
+    #[serde(deserialize_with = "nullable")]
+    pub group: String,
     #[serde(deserialize_with = "nullable")]
     pub kind: String,
-    pub metadata: Metadata,
 }
 
-/// The fields of a Metal3MachineTemplate the policy reads.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct Metal3MachineTemplate {
-    #[serde(deserialize_with = "nullable")]
-    pub kind: String,
-    pub metadata: Metadata,
-    pub spec: Metal3MachineTemplateSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Metal3MachineTemplateSpec {
-    /// A plain bool in v1beta1, a pointer in v1beta2: absent means false for CAPM3.
-    pub node_reuse: Option<bool>,
-    pub template: Metal3MachineTemplateResource,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct Metal3MachineTemplateResource {
-    pub spec: Metal3MachineSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Metal3MachineSpec {
-    pub automated_cleaning_mode: Option<String>,
+/// Reads a typed view out of a JSON value. Views are only ever decoded from bytes, so each has
+/// one deserializer in the module instead of two: re-encoding one object costs less than the
+/// code a second deserializer adds to the size budget.
+pub fn view_of<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(&serde_json::to_vec(value)?)
 }
 
 /// A list answer. `items` is required: an answer without it is not an empty list.
 #[derive(Deserialize, Debug)]
-#[serde(bound(deserialize = "T: Deserialize<'de>"))]
-pub struct List<T> {
+pub struct List {
     #[serde(default)]
     pub kind: Option<String>,
-    pub items: Vec<T>,
+    pub items: Vec<Object>,
 }
-
-/// An object whose `kind` can be checked against the kind asked for. Items without a kind are
-/// accepted (the host may leave it out); items of another kind are not.
-pub trait Kinded {
-    fn kind(&self) -> &str;
-}
-
-macro_rules! kinded {
-    ($($view:ty),*) => {$(
-        impl Kinded for $view {
-            fn kind(&self) -> &str {
-                &self.kind
-            }
-        }
-    )*};
-}
-kinded!(
-    MachineSetLike,
-    ControlPlane,
-    ClusterClass,
-    MetadataOnly,
-    Metal3MachineTemplate
-);
 
 /// Whether `name` can be an object name (a DNS-1123 subdomain of at most 253 characters). Names
 /// read from annotations and owner references are checked before any lookup, so that a name
@@ -353,19 +326,6 @@ impl TemplateRef {
     }
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct TemplateObject {
-    metadata: Metadata,
-    spec: TemplateSpec,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct TemplateSpec {
-    node_reuse: Option<bool>,
-}
-
 impl Template {
     /// Reads a guarded template from a DELETE request. `name` is the request's name, used when
     /// the old object has none (items of a deletecollection arrive with an empty request name,
@@ -381,8 +341,8 @@ impl Template {
         if !old_object.is_object() {
             return Err(Error::NoOldObject);
         }
-        let object = TemplateObject::deserialize(old_object)
-            .map_err(|e| Error::UnreadableOldObject(e.to_string()))?;
+        let object: Object =
+            view_of(old_object).map_err(|e| Error::UnreadableOldObject(e.to_string()))?;
         let meta = object.metadata;
         let mut cluster_owners: Vec<String> = meta
             .owner_references

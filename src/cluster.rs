@@ -9,9 +9,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
 use kubewarden_policy_sdk::wapc_guest;
-use serde::de::DeserializeOwned;
 
-use crate::capi::{Kinded, List};
+use crate::capi::{List, Object};
 use crate::catalogue::{Resource, Version};
 use crate::error::{Failure, Lookup, LookupError};
 
@@ -49,6 +48,21 @@ impl Cluster for Host {
 
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
         call("get_resource", request)
+    }
+}
+
+/// Sends an info event to the policy server's log, in the form the SDK's slog drain sends
+/// (`kubewarden`/`tracing`/`log`, a JSON object with `level` and `message`). The drain itself
+/// would add slog and its formatting machinery, 16 KB of a module that must stay within 300 KiB.
+/// Logging is best effort: a host that refuses the event changes no answer.
+/// Outside wasm (native tests) the event is printed, as the SDK's drain does there.
+pub fn log_info(message: &str) {
+    let event = serde_json::json!({"level": "info", "message": message});
+    if let Ok(payload) = serde_json::to_vec(&event) {
+        #[cfg(target_arch = "wasm32")]
+        let _ = wapc_guest::host_call("kubewarden", "tracing", "log", &payload);
+        #[cfg(not(target_arch = "wasm32"))]
+        println!("{}", String::from_utf8_lossy(&payload));
     }
 }
 
@@ -108,12 +122,28 @@ fn kind_problem(found: &str, wanted: &str) -> Option<String> {
 
 /// Lists `resource` at `version` in `namespace`, keeping only metadata and the resource's field
 /// masks, with no selectors: each distinct selector costs a permanent watch in the policy server.
-pub fn list<T: DeserializeOwned + Kinded>(
+pub fn list(
     cluster: &dyn Cluster,
     resource: &Resource,
     version: Version,
     namespace: &str,
-) -> Result<Vec<T>, LookupError> {
+) -> Result<Vec<Object>, LookupError> {
+    let (lookup, bytes) = list_bytes(cluster, resource, version, namespace)?;
+    let list = serde_json::from_slice::<List>(&bytes).map_err(|e| cannot_read(&lookup, &e));
+    let list = list?;
+    let item_kinds = list.items.iter().map(|item| item.kind.as_str());
+    match list_problem(resource.kind, list.kind.as_deref(), item_kinds) {
+        Some(problem) => Err(unreadable(lookup, problem)),
+        None => Ok(list.items),
+    }
+}
+
+fn list_bytes(
+    cluster: &dyn Cluster,
+    resource: &Resource,
+    version: Version,
+    namespace: &str,
+) -> Result<(Lookup, Vec<u8>), LookupError> {
     let request = ListResourcesByNamespaceRequest {
         api_version: resource.api_version(version),
         kind: resource.kind.to_string(),
@@ -128,20 +158,27 @@ pub fn list<T: DeserializeOwned + Kinded>(
         kind: resource.kind,
         namespace: request.namespace,
     };
-    let bytes = result.map_err(|text| failed(lookup.clone(), &text))?;
-    let list: List<T> = serde_json::from_slice(&bytes)
-        .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
-    let list_kind = format!("{}List", resource.kind);
-    let problem =
-        kind_problem(list.kind.as_deref().unwrap_or_default(), &list_kind).or_else(|| {
-            list.items
-                .iter()
-                .find_map(|item| kind_problem(item.kind(), resource.kind))
-        });
-    match problem {
-        Some(problem) => Err(unreadable(lookup, problem)),
-        None => Ok(list.items),
+    match result {
+        Ok(bytes) => Ok((lookup, bytes)),
+        Err(text) => Err(failed(lookup, &text)),
     }
+}
+
+fn cannot_read(lookup: &Lookup, error: &serde_json::Error) -> LookupError {
+    unreadable(
+        lookup.clone(),
+        format!("the answer cannot be read: {error}"),
+    )
+}
+
+/// A list answer must say it is a list of `kind` (or not say) and hold only objects of `kind`.
+fn list_problem<'a>(
+    kind: &str,
+    list_kind: Option<&str>,
+    mut item_kinds: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    kind_problem(list_kind.unwrap_or_default(), &format!("{kind}List"))
+        .or_else(|| item_kinds.find_map(|item| kind_problem(item, kind)))
 }
 
 /// Whether a read may be answered from the policy server's cache.
@@ -164,10 +201,7 @@ pub struct Get<'a> {
 
 /// Gets one object, keeping metadata and the resource's field masks; `Ok(None)` when it does not
 /// exist.
-pub fn get<T: DeserializeOwned + Kinded>(
-    cluster: &dyn Cluster,
-    get: &Get<'_>,
-) -> Result<Option<T>, LookupError> {
+pub fn get(cluster: &dyn Cluster, get: &Get<'_>) -> Result<Option<Object>, LookupError> {
     let request = GetResourceRequest {
         api_version: get.resource.api_version(get.version),
         kind: get.resource.kind.to_string(),
@@ -192,9 +226,9 @@ pub fn get<T: DeserializeOwned + Kinded>(
             }
         }
     };
-    let object: T = serde_json::from_slice(&bytes)
+    let object: Object = serde_json::from_slice(&bytes)
         .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
-    match kind_problem(object.kind(), get.resource.kind) {
+    match kind_problem(&object.kind, get.resource.kind) {
         Some(problem) => Err(unreadable(lookup, problem)),
         None => Ok(Some(object)),
     }
@@ -203,7 +237,7 @@ pub fn get<T: DeserializeOwned + Kinded>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::{MachineSetLike, MetadataOnly};
+    use crate::capi::MachineSetLike;
     use crate::catalogue::{CLUSTER, REFERRERS};
     use crate::testing::FakeCluster;
     use rstest::rstest;
@@ -277,7 +311,7 @@ mod tests {
     )]
     #[case::null_spec(
         r#"{"items":[{"metadata":{"name":"ms"},"spec":null}]}"#,
-        "the answer cannot be read: invalid type: null, expected struct MachineSetSpec"
+        "the answer cannot be read: invalid type: null, expected struct Spec"
     )]
     #[case::not_json("<html>", "the answer cannot be read: expected value")]
     fn an_answer_that_is_not_the_list_asked_for_is_unreadable(
@@ -304,8 +338,7 @@ mod tests {
             "MachineSet",
             "Callback evaluation failure: boom\n\nCaused by:\n  deeper",
         );
-        let error =
-            list::<MetadataOnly>(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap_err();
+        let error = list(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap_err();
         assert_eq!(error.failure, Failure::Other);
         assert_eq!(error.detail, "Callback evaluation failure: boom");
     }
@@ -325,7 +358,7 @@ mod tests {
             name: "edge-a",
             read: Read::Cached,
         };
-        assert_eq!(get::<MetadataOnly>(&cluster, &get_cluster), Ok(None));
+        assert_eq!(get(&cluster, &get_cluster), Ok(None));
         assert_eq!(
             cluster.calls(),
             vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true masks=[metadata.name]"]
@@ -347,7 +380,7 @@ mod tests {
             name: "c",
             read: Read::Direct,
         };
-        let error = get::<MetadataOnly>(&cluster, &get_cluster).unwrap_err();
+        let error = get(&cluster, &get_cluster).unwrap_err();
         assert_eq!(error.failure, failure);
         assert_eq!(
             cluster.calls()[0],
@@ -370,7 +403,7 @@ mod tests {
             name: "c",
             read: Read::Cached,
         };
-        let error = get::<MetadataOnly>(&cluster, &get_cluster).unwrap_err();
+        let error = get(&cluster, &get_cluster).unwrap_err();
         assert_eq!(error.failure, Failure::Unreadable);
     }
 }

@@ -21,13 +21,10 @@ mod settings;
 #[cfg(test)]
 mod testing;
 
-use kubewarden_policy_sdk::logging;
 use kubewarden_policy_sdk::protocol_version_guest;
-use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
-use serde_json::Value;
 
 use admission::Outcome;
 use cluster::{Cluster, Host};
@@ -65,8 +62,7 @@ fn response(outcome: Outcome) -> ValidationResponse {
         Outcome::Accept { warnings, reason } => {
             if let Some(reason) = reason {
                 // The policy server's log says why a deletion went through.
-                let log = slog::Logger::root(logging::KubewardenDrain::new(), slog::o!());
-                slog::info!(log, "{}", reason);
+                cluster::log_info(&reason);
             }
             (true, None, None, None, warnings)
         }
@@ -90,7 +86,7 @@ fn response(outcome: Outcome) -> ValidationResponse {
 }
 
 fn outcome(payload: &[u8], cluster: &dyn Cluster) -> Outcome {
-    let request: ValidationRequest<Value> = match serde_json::from_slice(payload) {
+    let payload: capi::Payload = match serde_json::from_slice(payload) {
         Ok(request) => request,
         Err(e) => {
             return Outcome::Reject {
@@ -99,8 +95,8 @@ fn outcome(payload: &[u8], cluster: &dyn Cluster) -> Outcome {
             }
         }
     };
-    match settings::parse_and_validate(request.settings) {
-        Ok(settings) => admission::evaluate(&request.request, &settings, cluster),
+    match settings::parse_and_validate(payload.settings) {
+        Ok(settings) => admission::evaluate(&payload.request, &settings, cluster),
         Err(error) => Outcome::Reject {
             message: message::invalid_settings(&error),
             code: admission::CODE_BAD_REQUEST,

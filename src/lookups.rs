@@ -8,12 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
-
-use crate::capi::{
-    ClusterClass, ControlPlane, Kinded, MachineSetLike, MetadataOnly, Metal3MachineTemplate,
-};
-use crate::catalogue::{self, ReferrerKind, Resource, Shape, Version};
+use crate::capi::Object;
+use crate::catalogue::{self, ReferrerKind, Resource, Version};
 use crate::cluster::{self, Cluster, Get, Read};
 use crate::decision::{ClusterState, Lookups};
 use crate::error::{Failure, LookupError};
@@ -82,22 +78,19 @@ impl<'a> HostLookups<'a> {
         }
     }
 
-    fn list<T: DeserializeOwned + Kinded>(
-        &mut self,
-        resource: &Resource,
-    ) -> Result<Vec<T>, LookupError> {
+    fn list(&mut self, resource: &Resource) -> Result<Vec<Object>, LookupError> {
         let namespace = self.namespace;
         self.at_served_version(resource, |cluster, version| {
             cluster::list(cluster, resource, version, namespace)
         })
     }
 
-    fn get<T: DeserializeOwned + Kinded>(
+    fn get(
         &mut self,
         resource: &Resource,
         name: &str,
         read: Read,
-    ) -> Result<Option<T>, LookupError> {
+    ) -> Result<Option<Object>, LookupError> {
         let namespace = self.namespace;
         self.at_served_version(resource, |cluster, version| {
             cluster::get(
@@ -119,64 +112,30 @@ impl<'a> HostLookups<'a> {
         kind: &'static ReferrerKind,
         name: &str,
     ) -> Result<Option<Candidate>, LookupError> {
-        let resource = &kind.resource;
-        Ok(match kind.shape {
-            Shape::MachineSetLike => self
-                .get::<MachineSetLike>(resource, name, Read::Cached)?
-                .map(|o| references::of_machine_set(&o)),
-            Shape::ControlPlane => self
-                .get::<ControlPlane>(resource, name, Read::Cached)?
-                .map(|o| references::of_control_plane(&o)),
-            Shape::ClusterClass => self
-                .get::<ClusterClass>(resource, name, Read::Cached)?
-                .map(|o| references::of_cluster_class(&o)),
-            Shape::ClonedFrom => self
-                .get::<MetadataOnly>(resource, name, Read::Cached)?
-                .map(|o| references::of_cloned(&o)),
-        })
+        let found = self.get(&kind.resource, name, Read::Cached)?;
+        Ok(found.map(|object| references::candidate_of(kind.shape, &object)))
     }
 
     /// The Metal3MachineTemplate `name`, read directly: it may have been created a moment ago,
     /// after the cache's last refresh.
-    pub fn metal3_machine_template(
-        &mut self,
-        name: &str,
-    ) -> Result<Option<Metal3MachineTemplate>, LookupError> {
+    pub fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError> {
         self.get(&catalogue::METAL3_MACHINE_TEMPLATE, name, Read::Direct)
     }
 }
 
 impl Lookups for HostLookups<'_> {
     fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
-        let resource = &kind.resource;
-        Ok(match kind.shape {
-            Shape::MachineSetLike => self
-                .list::<MachineSetLike>(resource)?
-                .iter()
-                .map(references::of_machine_set)
-                .collect(),
-            Shape::ControlPlane => self
-                .list::<ControlPlane>(resource)?
-                .iter()
-                .map(references::of_control_plane)
-                .collect(),
-            Shape::ClusterClass => self
-                .list::<ClusterClass>(resource)?
-                .iter()
-                .map(references::of_cluster_class)
-                .collect(),
-            Shape::ClonedFrom => self
-                .list::<MetadataOnly>(resource)?
-                .iter()
-                .map(references::of_cloned)
-                .collect(),
-        })
+        let listed = self.list(&kind.resource)?;
+        Ok(listed
+            .iter()
+            .map(|object| references::candidate_of(kind.shape, object))
+            .collect())
     }
 
     /// A cached read is enough: a Cluster deleted a moment ago only delays the garbage collector,
     /// which retries denied deletions.
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
-        let found: Option<MetadataOnly> = self.get(&catalogue::CLUSTER, name, Read::Cached)?;
+        let found = self.get(&catalogue::CLUSTER, name, Read::Cached)?;
         Ok(match found {
             None => ClusterState::Gone,
             Some(c) if c.metadata.is_deleting() => ClusterState::Deleting,

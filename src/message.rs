@@ -180,7 +180,7 @@ pub fn lookup_error(error: &LookupError) -> String {
 
 /// The resource name RBAC rules use for a kind (`MachineSet` -> `machinesets`).
 fn resource_name(kind: &str) -> String {
-    let lower = kind.to_lowercase();
+    let lower = kind.to_ascii_lowercase();
     if lower.ends_with('s') {
         format!("{lower}es")
     } else {

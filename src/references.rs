@@ -2,9 +2,10 @@
 //! becomes the same [`Candidate`], so the decision treats every kind alike.
 
 use crate::capi::{
-    ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, ObjectRef, TemplateSlot, WorkerClass,
-    CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
+    ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, Object, ObjectRef, TemplateSlot,
+    WorkerClass, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
 };
+use crate::catalogue::Shape;
 
 /// A field of an object that names a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +149,16 @@ pub fn cloned_from(meta: &crate::capi::Metadata) -> Option<ObjectRef> {
         kind: kind.to_string(),
         name: name.to_string(),
     })
+}
+
+/// What a listed object of a referrer kind's shape names.
+pub fn candidate_of(shape: Shape, object: &Object) -> Candidate {
+    match shape {
+        Shape::MachineSetLike => of_machine_set(object),
+        Shape::ControlPlane => of_control_plane(object),
+        Shape::ClusterClass => of_cluster_class(object),
+        Shape::ClonedFrom => of_cloned(object),
+    }
 }
 
 /// Metal3Machine: the template named by its cloned-from annotations.
