@@ -124,7 +124,7 @@ fn kind_problem(found: &str, wanted: &str) -> Option<String> {
 /// masks, with no selectors: each distinct selector costs a permanent watch in the policy server.
 pub fn list(
     cluster: &dyn Cluster,
-    resource: &Resource,
+    resource: &'static Resource,
     version: Version,
     namespace: &str,
 ) -> Result<Vec<Object>, LookupError> {
@@ -140,7 +140,7 @@ pub fn list(
 
 fn list_bytes(
     cluster: &dyn Cluster,
-    resource: &Resource,
+    resource: &'static Resource,
     version: Version,
     namespace: &str,
 ) -> Result<(Lookup, Vec<u8>), LookupError> {
@@ -155,7 +155,7 @@ fn list_bytes(
     let result = cluster.list_resources_by_namespace(&request);
     let lookup = Lookup::List {
         api_version: request.api_version,
-        kind: resource.kind,
+        resource,
         namespace: request.namespace,
     };
     match result {
@@ -192,7 +192,7 @@ pub enum Read {
 /// One object to read.
 #[derive(Debug, Clone, Copy)]
 pub struct Get<'a> {
-    pub resource: &'a Resource,
+    pub resource: &'static Resource,
     pub version: Version,
     pub namespace: &'a str,
     pub name: &'a str,
@@ -213,7 +213,7 @@ pub fn get(cluster: &dyn Cluster, get: &Get<'_>) -> Result<Option<Object>, Looku
     let result = cluster.get_resource(&request);
     let lookup = Lookup::Get {
         api_version: request.api_version,
-        kind: get.resource.kind,
+        resource: get.resource,
         namespace: get.namespace.to_string(),
         name: request.name,
     };

@@ -171,7 +171,9 @@ mod tests {
         LookupError {
             lookup: Lookup::List {
                 api_version: "x/v1beta2".into(),
-                kind,
+                resource: catalogue::resources_read()
+                    .find(|r| r.kind == kind)
+                    .expect("a kind of the catalogue"),
                 namespace: "ns".into(),
             },
             failure,

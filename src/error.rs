@@ -1,7 +1,7 @@
 //! The policy's one error type. Each variant carries the facts of what went wrong; the sentence a
 //! user reads is made from it in `message.rs` and nowhere else.
 
-use crate::catalogue::{Version, VersionSetting};
+use crate::catalogue::{Resource, Version, VersionSetting};
 
 /// Something that stops the policy from answering the way it normally would.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,12 +77,12 @@ pub enum KeyProblem {
 pub enum Lookup {
     List {
         api_version: String,
-        kind: &'static str,
+        resource: &'static Resource,
         namespace: String,
     },
     Get {
         api_version: String,
-        kind: &'static str,
+        resource: &'static Resource,
         namespace: String,
         name: String,
     },
@@ -97,7 +97,14 @@ impl Lookup {
 
     pub fn kind(&self) -> &'static str {
         match self {
-            Lookup::List { kind, .. } | Lookup::Get { kind, .. } => kind,
+            Lookup::List { resource, .. } | Lookup::Get { resource, .. } => resource.kind,
+        }
+    }
+
+    /// The resource name RBAC rules use, from the catalogue.
+    pub fn plural(&self) -> &'static str {
+        match self {
+            Lookup::List { resource, .. } | Lookup::Get { resource, .. } => resource.plural,
         }
     }
 }

@@ -78,7 +78,7 @@ impl<'a> HostLookups<'a> {
         }
     }
 
-    fn list(&mut self, resource: &Resource) -> Result<Vec<Object>, LookupError> {
+    fn list(&mut self, resource: &'static Resource) -> Result<Vec<Object>, LookupError> {
         let namespace = self.namespace;
         self.at_served_version(resource, |cluster, version| {
             cluster::list(cluster, resource, version, namespace)
@@ -87,7 +87,7 @@ impl<'a> HostLookups<'a> {
 
     fn get(
         &mut self,
-        resource: &Resource,
+        resource: &'static Resource,
         name: &str,
         read: Read,
     ) -> Result<Option<Object>, LookupError> {

@@ -140,20 +140,21 @@ fn lookup_text(lookup: &Lookup) -> String {
     match lookup {
         Lookup::List {
             api_version,
-            kind,
+            resource,
             namespace,
         } => format!(
-            "listing {kind} objects ({api_version}) in namespace {}",
+            "listing {} objects ({api_version}) in namespace {}",
+            resource.kind,
             clip(namespace, MAX_SHORT)
         ),
         Lookup::Get {
             api_version,
-            kind,
+            resource,
             namespace,
             name,
         } => format!(
             "getting {} ({api_version})",
-            object_name(kind, namespace, name)
+            object_name(resource.kind, namespace, name)
         ),
     }
 }
@@ -178,16 +179,6 @@ pub fn lookup_error(error: &LookupError) -> String {
     format!("{} failed: {detail}", lookup_text(&error.lookup))
 }
 
-/// The resource name RBAC rules use for a kind (`MachineSet` -> `machinesets`).
-fn resource_name(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    if lower.ends_with('s') {
-        format!("{lower}es")
-    } else {
-        format!("{lower}s")
-    }
-}
-
 /// What an operator should do after a failed lookup.
 pub fn lookup_hint(error: &LookupError) -> String {
     let kind = error.lookup.kind();
@@ -208,7 +199,7 @@ pub fn lookup_hint(error: &LookupError) -> String {
         Failure::Unreadable => "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.".to_string(),
         Failure::NotFound | Failure::Other => format!(
             "Check that the policy server's service account may get, list and watch {}.{group}.",
-            resource_name(kind)
+            error.lookup.plural()
         ),
     }
 }
@@ -449,7 +440,9 @@ mod tests {
         LookupError {
             lookup: Lookup::List {
                 api_version: api_version.into(),
-                kind,
+                resource: crate::catalogue::resources_read()
+                    .find(|r| r.kind == kind)
+                    .expect("a kind of the catalogue"),
                 namespace: "ns".into(),
             },
             failure,
@@ -533,7 +526,7 @@ mod tests {
         );
         let referrers = [r("MachineSet", &"m".repeat(300_000), "f")];
         assert!(in_use(&huge, &referrers).chars().count() < 1000);
-        let mut lookup = error(Failure::Unreadable, "v", "K");
+        let mut lookup = error(Failure::Unreadable, "v", "MachineSet");
         lookup.detail = "d".repeat(300_000);
         assert!(lookup_failed(&huge, &lookup).chars().count() < 1500);
     }
