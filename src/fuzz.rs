@@ -116,43 +116,37 @@ struct Case {
     keeper: Option<Keeper>,
 }
 
+/// Every JSON file of `test_data/<dir>`, in file-name order.
+fn json_files(dir: &str) -> Vec<Value> {
+    let dir = format!("{}/test_data/{dir}", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).expect("a test data file");
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+        })
+        .collect()
+}
+
+/// The fixture objects of both API versions.
 fn objects() -> &'static Vec<Value> {
     static OBJECTS: OnceLock<Vec<Value>> = OnceLock::new();
     OBJECTS.get_or_init(|| {
-        let mut out = Vec::new();
-        for version in ["v1beta1", "v1beta2"] {
-            let dir = format!("{}/test_data/objects/{version}", env!("CARGO_MANIFEST_DIR"));
-            let mut files: Vec<_> = std::fs::read_dir(&dir)
-                .expect("fixtures")
-                .map(|e| e.expect("fixture").path())
-                .collect();
-            files.sort();
-            for file in files {
-                let text = std::fs::read_to_string(&file).expect("fixture");
-                out.push(serde_json::from_str(&text).expect("fixture JSON"));
-            }
-        }
-        out
+        let mut all = json_files("objects/v1beta1");
+        all.extend(json_files("objects/v1beta2"));
+        all
     })
 }
 
+/// The sample admission requests.
 fn requests() -> &'static Vec<Value> {
     static REQUESTS: OnceLock<Vec<Value>> = OnceLock::new();
-    REQUESTS.get_or_init(|| {
-        let dir = format!("{}/test_data/requests", env!("CARGO_MANIFEST_DIR"));
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("requests")
-            .map(|e| e.expect("request").path())
-            .collect();
-        files.sort();
-        files
-            .iter()
-            .map(|f| {
-                serde_json::from_str(&std::fs::read_to_string(f).expect("request"))
-                    .expect("request JSON")
-            })
-            .collect()
-    })
+    REQUESTS.get_or_init(|| json_files("requests"))
 }
 
 /// Answers every call with the next answer of the case, records the calls and whether any
