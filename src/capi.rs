@@ -391,6 +391,73 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
+    fn template_of(
+        name: &str,
+        namespace: &str,
+        old_object: serde_json::Value,
+    ) -> Result<Template, Error> {
+        Template::from_old_object(
+            INFRASTRUCTURE_GROUP,
+            "Metal3MachineTemplate",
+            TemplateClass::Machine,
+            name,
+            namespace,
+            &old_object,
+        )
+    }
+
+    #[test]
+    fn a_deletecollection_item_is_named_by_its_old_object() {
+        // Items of a deletecollection arrive with an empty request name (and, cluster-wide, an
+        // empty namespace): the old object names the template.
+        let template = template_of(
+            "",
+            "",
+            serde_json::json!({"metadata": {"name": "t-1", "namespace": "ns"}, "spec": {"nodeReuse": true}}),
+        )
+        .unwrap();
+        assert_eq!(template.reference.name, "t-1");
+        assert_eq!(template.namespace, "ns");
+        assert!(template.node_reuse);
+    }
+
+    #[rstest]
+    #[case::no_old_object(serde_json::Value::Null, Error::NoOldObject)]
+    #[case::nameless(serde_json::json!({"metadata": {}}), Error::Unnamed)]
+    fn templates_that_cannot_be_checked(
+        #[case] old_object: serde_json::Value,
+        #[case] error: Error,
+    ) {
+        assert_eq!(template_of("", "ns", old_object), Err(error));
+    }
+
+    #[test]
+    fn an_old_object_of_the_wrong_shape_is_unreadable() {
+        let error =
+            template_of("t", "ns", serde_json::json!({"metadata": {"name": 7}})).unwrap_err();
+        assert!(matches!(error, Error::UnreadableOldObject(_)), "{error:?}");
+    }
+
+    #[rstest]
+    #[case::capi_cluster("cluster.x-k8s.io/v1beta2", "Cluster", "edge-a", vec!["edge-a"])]
+    #[case::other_group("example.com/v1", "Cluster", "edge-a", vec![])]
+    #[case::not_a_cluster("cluster.x-k8s.io/v1beta2", "MachineSet", "ms", vec![])]
+    #[case::invalid_name("cluster.x-k8s.io/v1beta2", "Cluster", "a/status", vec![])]
+    fn cluster_owners(
+        #[case] api_version: &str,
+        #[case] kind: &str,
+        #[case] name: &str,
+        #[case] expected: Vec<&str>,
+    ) {
+        let template = template_of(
+            "t",
+            "ns",
+            serde_json::json!({"metadata": {"name": "t", "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": name}]}}),
+        )
+        .unwrap();
+        assert_eq!(template.cluster_owners, expected);
+    }
+
     #[rstest]
     #[case::simple("edge-a-workers-7f3c9d2e", true)]
     #[case::dotted("a.b-c.d", true)]

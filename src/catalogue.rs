@@ -614,6 +614,28 @@ mod tests {
         }
     }
 
+    /// The policy server stops an evaluation after timeoutEvalSeconds (2 s by default) and
+    /// refuses it: both example policies leave the first list of a namespace room, below the
+    /// webhook's own timeout.
+    #[test]
+    fn example_policies_give_the_evaluation_room_below_the_webhook_timeout() {
+        for file in [
+            "examples/cluster-admission-policy-guard.yaml",
+            "examples/cluster-admission-policy-mutate.yaml",
+        ] {
+            let policy = yaml(file)
+                .into_iter()
+                .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+                .expect("a ClusterAdmissionPolicy");
+            let eval = policy["spec"]["timeoutEvalSeconds"].as_u64().unwrap_or(2);
+            let webhook = policy["spec"]["timeoutSeconds"].as_u64().unwrap_or(10);
+            assert!(
+                eval > 2 && eval < webhook,
+                "{file}: timeoutEvalSeconds {eval}, timeoutSeconds {webhook}"
+            );
+        }
+    }
+
     /// metadata.yml grants exactly what the policy reads, each kind at both versions.
     #[test]
     fn context_aware_resources_are_what_the_catalogue_reads() {
