@@ -1,0 +1,292 @@
+//! Versions agree, and artifacthub-pkg.yml is what `kwctl scaffold artifacthub` derives.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Versions and artifacthub-pkg.yml
+
+#[test]
+fn versions_agree() {
+    let metadata = Metadata::load();
+    let artifacthub = yaml_file("artifacthub-pkg.yml");
+    let cargo = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        metadata.version(),
+        cargo,
+        "metadata.yml {ANNOTATION_VERSION} must equal the Cargo.toml version"
+    );
+    assert_eq!(
+        str_at(&artifacthub, "/version", "artifacthub-pkg.yml"),
+        cargo,
+        "artifacthub-pkg.yml version must equal the Cargo.toml version"
+    );
+}
+
+#[test]
+fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
+    let metadata = Metadata::load();
+    let pkg = yaml_file("artifacthub-pkg.yml");
+    let what = "artifacthub-pkg.yml";
+    let version = metadata.version();
+    let oci = metadata.oci_reference();
+
+    let allowed_keys: BTreeSet<&str> = [
+        "version",
+        "name",
+        "displayName",
+        "createdAt",
+        "description",
+        "license",
+        "homeURL",
+        "containersImages",
+        "keywords",
+        "links",
+        "install",
+        "maintainers",
+        "provider",
+        "recommendations",
+        "annotations",
+        "readme",
+        "containsSecurityUpdates",
+        "prerelease",
+        "changes",
+    ]
+    .into_iter()
+    .collect();
+    let object = pkg
+        .as_object()
+        .expect("artifacthub-pkg.yml must be a mapping");
+    for key in object.keys() {
+        assert!(
+            allowed_keys.contains(key.as_str()),
+            "{what} has an unexpected top-level key `{key}`"
+        );
+    }
+
+    let same = |pointer: &str, annotation: &str| {
+        assert_eq!(
+            str_at(&pkg, pointer, what),
+            metadata.annotation(annotation),
+            "{what} {pointer} must equal metadata.yml {annotation}"
+        );
+    };
+    same("/name", ANNOTATION_TITLE);
+    same("/displayName", ANNOTATION_DISPLAY_NAME);
+    same("/description", ANNOTATION_DESCRIPTION);
+    same("/license", ANNOTATION_LICENSE);
+    same("/homeURL", ANNOTATION_URL);
+
+    let created = str_at(&pkg, "/createdAt", what);
+    assert!(
+        created.len() >= 20 && created.as_bytes()[4] == b'-' && created.as_bytes()[10] == b'T',
+        "{what} createdAt must be an RFC 3339 timestamp, not {created:?}"
+    );
+
+    assert_eq!(
+        pkg["containersImages"],
+        serde_json::json!([{ "name": "policy", "image": oci }]),
+        "{what} containersImages must be the one image {oci} (ociUrl and version of metadata.yml)"
+    );
+
+    let keywords: Vec<String> = metadata
+        .annotation(ANNOTATION_KEYWORDS)
+        .split(',')
+        .map(|k| k.trim().to_string())
+        .collect();
+    assert_eq!(
+        strings(&pkg["keywords"], &format!("{what} keywords")),
+        keywords,
+        "{what} keywords must be the comma-separated {ANNOTATION_KEYWORDS} of metadata.yml, in order"
+    );
+
+    let source = metadata.annotation(ANNOTATION_SOURCE);
+    let mut links = Vec::new();
+    if source.starts_with("https://github.com/") {
+        links.push(serde_json::json!({
+            "name": "policy",
+            "url": format!("{source}/releases/download/v{version}/policy.wasm"),
+        }));
+    }
+    links.push(serde_json::json!({ "name": "source", "url": source }));
+    assert_eq!(
+        pkg["links"],
+        Value::Array(links),
+        "{what} links must point at the release asset of v{version} and at {ANNOTATION_SOURCE}"
+    );
+
+    let install = str_at(&pkg, "/install", what);
+    for needle in [
+        format!("kwctl pull {oci}"),
+        format!("kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}"),
+    ] {
+        assert!(
+            install.contains(&needle),
+            "{what} install must contain `{needle}`"
+        );
+    }
+
+    assert_eq!(
+        pkg["provider"],
+        serde_json::json!({ "name": "kubewarden" }),
+        "{what} provider must be kubewarden"
+    );
+    assert_eq!(
+        pkg["recommendations"],
+        serde_json::json!([{
+            "url": "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller"
+        }]),
+        "{what} recommendations must be the kubewarden-controller chart"
+    );
+
+    // No author annotation: kwctl scaffold writes no maintainers.
+    match author_entries(
+        metadata
+            .annotations
+            .get(ANNOTATION_AUTHOR)
+            .map_or("", String::as_str),
+    ) {
+        Ok(maintainers) => {
+            let expected: Vec<Value> = maintainers
+                .into_iter()
+                .map(|(name, email)| serde_json::json!({ "name": name, "email": email }))
+                .collect();
+            assert_eq!(
+                pkg["maintainers"],
+                Value::Array(expected),
+                "{what} maintainers must be the `Name <email>` entries of {ANNOTATION_AUTHOR}"
+            );
+        }
+        Err(_) => assert!(
+            pkg.get("maintainers").is_none(),
+            "{what} lists maintainers, but {ANNOTATION_AUTHOR} of metadata.yml has no \
+             `Name <email>` entries to derive them from"
+        ),
+    }
+
+    check_artifacthub_annotations(&metadata, &pkg);
+}
+
+fn check_artifacthub_annotations(metadata: &Metadata, pkg: &Value) {
+    let what = "artifacthub-pkg.yml annotations";
+    let annotations = pkg
+        .get("annotations")
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| panic!("{what} are missing"));
+
+    let mut expected_keys: BTreeSet<&str> = ["kubewarden/mutation", "kubewarden/rules"]
+        .into_iter()
+        .collect();
+    if !metadata.context_aware_resources().is_empty() {
+        expected_keys.insert("kubewarden/contextAwareResources");
+    }
+    if root().join("questions-ui.yml").exists() {
+        expected_keys.insert("kubewarden/questions-ui");
+    }
+    if metadata.annotations.contains_key(ANNOTATION_RESOURCES) {
+        expected_keys.insert("kubewarden/resources");
+    }
+    if metadata.annotations.contains_key(ANNOTATION_HIDDEN_UI) {
+        expected_keys.insert("kubewarden/hidden-ui");
+    }
+    let actual_keys: BTreeSet<&str> = annotations.keys().map(String::as_str).collect();
+    assert_eq!(
+        actual_keys, expected_keys,
+        "{what} must hold exactly the keys kwctl scaffold derives from metadata.yml and questions-ui.yml"
+    );
+
+    let text = |key: &str| {
+        annotations[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: {key} must be a string"))
+    };
+
+    assert_eq!(
+        text("kubewarden/mutation"),
+        metadata.mutating().to_string(),
+        "{what}: kubewarden/mutation must be the `mutating` of metadata.yml as a string"
+    );
+
+    let rules_value = yaml_str("kubewarden/rules", text("kubewarden/rules"));
+    let rules: Vec<Rule> = rules_value
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: kubewarden/rules must hold a YAML list"))
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Rule::parse(r, &format!("kubewarden/rules[{i}]")))
+        .collect();
+    assert_eq!(
+        rules,
+        metadata.rules(),
+        "{what}: kubewarden/rules must hold the rules of metadata.yml, in order"
+    );
+
+    if expected_keys.contains("kubewarden/contextAwareResources") {
+        let listed = yaml_str(
+            "kubewarden/contextAwareResources",
+            text("kubewarden/contextAwareResources"),
+        );
+        assert_eq!(
+            resources(&listed, "kubewarden/contextAwareResources"),
+            metadata.context_aware_resources(),
+            "{what}: kubewarden/contextAwareResources must list the contextAwareResources of metadata.yml"
+        );
+    }
+
+    if expected_keys.contains("kubewarden/questions-ui") {
+        assert_eq!(
+            text("kubewarden/questions-ui"),
+            read("questions-ui.yml"),
+            "{what}: kubewarden/questions-ui must be the content of questions-ui.yml, byte for byte"
+        );
+    }
+
+    if expected_keys.contains("kubewarden/resources") {
+        assert_eq!(
+            text("kubewarden/resources"),
+            metadata.annotation(ANNOTATION_RESOURCES),
+            "{what}: kubewarden/resources must equal {ANNOTATION_RESOURCES} of metadata.yml"
+        );
+    }
+}
+
+/// `Name <email>, Other <email>` as kwctl reads io.kubewarden.policy.author; the entries that
+/// are not in that form are returned as the error.
+fn author_entries(author: &str) -> Result<Vec<(String, String)>, Vec<String>> {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for entry in author.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        match (entry.find('<'), entry.rfind('>')) {
+            (Some(open), Some(close))
+                if close == entry.len() - 1 && entry[open + 1..close].contains('@') =>
+            {
+                good.push((
+                    entry[..open].trim().to_string(),
+                    entry[open + 1..close].trim().to_string(),
+                ));
+            }
+            _ => bad.push(entry.to_string()),
+        }
+    }
+    if bad.is_empty() && !good.is_empty() {
+        Ok(good)
+    } else {
+        Err(bad)
+    }
+}
+
+/// The release workflow regenerates artifacthub-pkg.yml with `kwctl scaffold artifacthub`, which
+/// stops with "malformed email" unless every author entry is `Name <email>`. The annotation is
+/// optional.
+#[test]
+fn author_annotation_is_accepted_by_kwctl_scaffold() {
+    let metadata = Metadata::load();
+    let Some(author) = metadata.annotations.get(ANNOTATION_AUTHOR) else {
+        return;
+    };
+    if let Err(bad) = author_entries(author) {
+        panic!(
+            "metadata.yml {ANNOTATION_AUTHOR} must be a comma-separated list of `Name <email>`; \
+             `kwctl scaffold artifacthub` (run by the release workflow) rejects {bad:?}"
+        );
+    }
+}

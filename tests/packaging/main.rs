@@ -1,0 +1,296 @@
+//! Packaging drift checks: the files that ship with the policy must agree with each other.
+//!
+//! - Cargo.toml, metadata.yml and artifacthub-pkg.yml carry the same version.
+//! - artifacthub-pkg.yml holds what `kwctl scaffold artifacthub` derives from metadata.yml and
+//!   questions-ui.yml.
+//! - questions-ui.yml asks for exactly the settings of the README settings table.
+//! - Every manifest under examples/ parses, and its ClusterAdmissionPolicies stay within the
+//!   rules and contextAwareResources that metadata.yml declares.
+//! - examples/rbac.yaml grants get/list/watch on exactly the contextAwareResources.
+//! - The release workflow pushes to the OCI repository named in metadata.yml.
+//!
+//! Run with `cargo test --test packaging`. This file holds what the checks share (reading
+//! files, metadata.yml, rules and resources); each concern is a module beside it.
+
+mod artifacthub;
+mod examples;
+mod rbac;
+mod readme;
+mod release_workflow;
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const ANNOTATION_VERSION: &str = "io.kubewarden.policy.version";
+const ANNOTATION_TITLE: &str = "io.kubewarden.policy.title";
+const ANNOTATION_DESCRIPTION: &str = "io.kubewarden.policy.description";
+const ANNOTATION_OCI_URL: &str = "io.kubewarden.policy.ociUrl";
+const ANNOTATION_URL: &str = "io.kubewarden.policy.url";
+const ANNOTATION_SOURCE: &str = "io.kubewarden.policy.source";
+const ANNOTATION_LICENSE: &str = "io.kubewarden.policy.license";
+const ANNOTATION_AUTHOR: &str = "io.kubewarden.policy.author";
+const ANNOTATION_DISPLAY_NAME: &str = "io.artifacthub.displayName";
+const ANNOTATION_KEYWORDS: &str = "io.artifacthub.keywords";
+const ANNOTATION_RESOURCES: &str = "io.artifacthub.resources";
+const ANNOTATION_HIDDEN_UI: &str = "io.kubewarden.hidden-ui";
+
+const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
+
+// ---------------------------------------------------------------------------------------------
+// Reading files
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(relative: &str) -> String {
+    let path = root().join(relative);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// Every non-empty YAML document of a file, as JSON values.
+fn yaml_documents(relative: &str, text: &str) -> Vec<Value> {
+    let mut documents = Vec::new();
+    for (index, document) in yaml_serde::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document).unwrap_or_else(|e| {
+            panic!(
+                "{relative}: YAML document #{} does not parse: {e}",
+                index + 1
+            )
+        });
+        if !value.is_null() {
+            documents.push(value);
+        }
+    }
+    documents
+}
+
+fn yaml_file(relative: &str) -> Value {
+    let text = read(relative);
+    let mut documents = yaml_documents(relative, &text);
+    assert_eq!(
+        documents.len(),
+        1,
+        "{relative} must hold exactly one YAML document"
+    );
+    documents.remove(0)
+}
+
+fn yaml_str(relative: &str, text: &str) -> Value {
+    yaml_serde::from_str(text).unwrap_or_else(|e| panic!("{relative} does not parse as YAML: {e}"))
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str, what: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{what}: {pointer} is missing or not a string"))
+}
+
+fn seq_at<'a>(value: &'a Value, pointer: &str, what: &str) -> &'a Vec<Value> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("{what}: {pointer} is missing or not a list"))
+}
+
+fn strings(value: &Value, what: &str) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("{what} must be a list of strings"))
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .unwrap_or_else(|| panic!("{what} must hold only strings, found {item}"))
+                .to_string()
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// metadata.yml
+
+struct Metadata {
+    raw: Value,
+    annotations: BTreeMap<String, String>,
+}
+
+impl Metadata {
+    fn load() -> Self {
+        let raw = yaml_file("metadata.yml");
+        let annotations = raw
+            .get("annotations")
+            .and_then(Value::as_object)
+            .expect("metadata.yml has no annotations mapping")
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect();
+        Metadata { raw, annotations }
+    }
+
+    fn annotation(&self, key: &str) -> &str {
+        self.annotations
+            .get(key)
+            .unwrap_or_else(|| panic!("metadata.yml has no annotation {key}"))
+    }
+
+    fn version(&self) -> &str {
+        self.annotation(ANNOTATION_VERSION)
+    }
+
+    fn oci_reference(&self) -> String {
+        format!(
+            "{}:v{}",
+            self.annotation(ANNOTATION_OCI_URL),
+            self.version()
+        )
+    }
+
+    fn mutating(&self) -> bool {
+        self.raw
+            .get("mutating")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    fn rules(&self) -> Vec<Rule> {
+        seq_at(&self.raw, "/rules", "metadata.yml")
+            .iter()
+            .enumerate()
+            .map(|(i, rule)| Rule::parse(rule, &format!("metadata.yml rules[{i}]")))
+            .collect()
+    }
+
+    fn context_aware_resources(&self) -> BTreeSet<Resource> {
+        let list = self
+            .raw
+            .get("contextAwareResources")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        resources(&list, "metadata.yml contextAwareResources")
+    }
+}
+
+/// One admission rule, with every list as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    resources: Vec<String>,
+    operations: Vec<String>,
+}
+
+impl Rule {
+    fn parse(value: &Value, what: &str) -> Self {
+        let field = |key: &str| {
+            strings(
+                value
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{what} has no {key}")),
+                &format!("{what}.{key}"),
+            )
+        };
+        Rule {
+            api_groups: field("apiGroups"),
+            api_versions: field("apiVersions"),
+            resources: field("resources"),
+            operations: field("operations"),
+        }
+    }
+
+    /// Every (group, version, resource, operation) the rule matches, as written.
+    fn tuples(&self) -> Vec<(String, String, String, String)> {
+        let mut out = Vec::new();
+        for group in &self.api_groups {
+            for version in &self.api_versions {
+                for resource in &self.resources {
+                    for operation in &self.operations {
+                        out.push((
+                            group.clone(),
+                            version.clone(),
+                            resource.clone(),
+                            operation.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn covers(&self, group: &str, version: &str, resource: &str, operation: &str) -> bool {
+        let has = |list: &[String], item: &str| list.iter().any(|x| x == "*" || x == item);
+        has(&self.api_groups, group)
+            && has(&self.api_versions, version)
+            && has(&self.resources, resource)
+            && has(&self.operations, operation)
+    }
+}
+
+/// A context-aware resource: apiVersion and kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Resource {
+    api_version: String,
+    kind: String,
+}
+
+impl Resource {
+    fn group(&self) -> &str {
+        match self.api_version.rsplit_once('/') {
+            Some((group, _)) => group,
+            None => "",
+        }
+    }
+
+    fn version(&self) -> &str {
+        match self.api_version.rsplit_once('/') {
+            Some((_, version)) => version,
+            None => &self.api_version,
+        }
+    }
+
+    /// The lowercase plural resource name RBAC uses for this kind.
+    fn plural(&self) -> String {
+        plural_of(&self.kind)
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+fn resources(list: &Value, what: &str) -> BTreeSet<Resource> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("{what} must be a list"))
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Resource {
+            api_version: str_at(item, "/apiVersion", &format!("{what}[{i}]")).to_string(),
+            kind: str_at(item, "/kind", &format!("{what}[{i}]")).to_string(),
+        })
+        .collect()
+}
+
+/// The plural resource name of a kind the policy reads, from the policy's own catalogue
+/// (test_data/catalogue.json, kept in sync with src/catalogue.rs by a unit test): one pluralizer.
+fn plural_of(kind: &str) -> String {
+    let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
+        .expect("test_data/catalogue.json is JSON");
+    catalogue[kind]["plural"]
+        .as_str()
+        .unwrap_or_else(|| {
+            panic!("{kind} is not a kind the policy reads (test_data/catalogue.json)")
+        })
+        .to_string()
+}
