@@ -2,7 +2,7 @@
 SOURCE_FILES := $(shell find src -type f -name '*.rs') Cargo.toml Cargo.lock
 TESTHOST_FILES := $(shell find testhost -type f -name '*.rs' -o -name Cargo.toml)
 KWCTL ?= kwctl
-TESTHOST := target/release/testhost
+TESTHOST := target/testhost/testhost
 SHELL := /bin/bash
 
 .PHONY: all
@@ -46,7 +46,7 @@ annotated-policy.wasm: policy.wasm metadata.yml README.md
 
 # The waPC test host that runs policy.wasm like `kwctl run` where kwctl is not installed.
 $(TESTHOST): $(TESTHOST_FILES) Cargo.lock
-	cargo build --release --locked -p testhost
+	cargo build --profile testhost --locked -p testhost
 
 .PHONY: fmt
 fmt:

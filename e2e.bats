@@ -4,7 +4,7 @@
 # strictly in order), then asserts on the AdmissionResponse line.
 #
 # Engine: $KWCTL if set, else `kwctl` when it is on PATH (run against annotated-policy.wasm), else
-# the project's test host (target/release/testhost, run against policy.wasm with metadata.yml).
+# the project's test host (target/testhost/testhost, run against policy.wasm with metadata.yml).
 # Assertions only use what both engines print the same way: allowed, status, warnings and the
 # decoded JSON patch, compared as a set of operations.
 
@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
   if [ -z "${KWCTL:-}" ]; then
-    if command -v kwctl >/dev/null 2>&1; then KWCTL=kwctl; else KWCTL=target/release/testhost; fi
+    if command -v kwctl >/dev/null 2>&1; then KWCTL=kwctl; else KWCTL=target/testhost/testhost; fi
   fi
   if [ -z "${POLICY:-}" ]; then
     case "$(basename "$KWCTL")" in

@@ -6,7 +6,7 @@
 # SIZES="1000 10000" picks other sizes; TESTHOST and POLICY pick the binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TESTHOST=${TESTHOST:-target/release/testhost}
+TESTHOST=${TESTHOST:-target/testhost/testhost}
 POLICY=${POLICY:-policy.wasm}
 SIZES=${SIZES:-1000 10000 50000}
 

@@ -4,7 +4,7 @@
 # Engine: $KWCTL if set (kwctl needs POLICY=annotated-policy.wasm), else the project's test host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-engine="${KWCTL:-target/release/testhost}"
+engine="${KWCTL:-target/testhost/testhost}"
 policy="${POLICY:-policy.wasm}"
 for request in test_data/requests/*.json; do
   case_name="$(basename "$request" .json)"
