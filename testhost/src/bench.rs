@@ -17,14 +17,12 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
 use serde_json::{json, Value};
-use wasmtime_provider::wasmtime;
 
 use crate::admission::{ValidateRequest, ValidationResponse};
-use crate::host::{access_denied_message, HostState};
+use crate::host::access_denied_message;
 use crate::metadata::ContextAwareResource;
-use crate::runtime::Policy;
-use crate::session::Replayer;
-use crate::RunArgs;
+use crate::runtime;
+use crate::{PolicyModule, RunArgs};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -36,37 +34,18 @@ pub struct BenchArgs {
     iterations: usize,
 }
 
-/// Times `validate` alone: the module is compiled and instantiated once, and every evaluation gets
-/// a fresh copy of the session, so each one makes the same host calls. Host-side replay (copying
-/// the recorded answers into the guest) is part of the measured time, as the policy server's
-/// answer from its cache would be.
+/// Times `validate` alone: the module is prepared once, by the preparation `run` makes (the same
+/// checks of settings, metadata and session), and every evaluation gets a fresh copy of the
+/// session, so each one makes the same host calls. Host-side replay (copying the recorded answers
+/// into the guest) is part of the measured time, as the policy server's answer from its cache
+/// would be.
 pub fn run(args: BenchArgs, verbose: bool) -> Result<ExitCode> {
-    let run = args.run;
-    let settings = crate::load_settings(&run.settings)?;
-    let request_json = crate::read_request(&run.request_path)?;
-    let (origin, wasm) = crate::read_policy(&run.policy)?;
-    let metadata = crate::resolve_metadata(&wasm, &origin, run.metadata.as_deref())?;
-    let allow_list = crate::context_aware_allow_list(run.allow_context_aware, &metadata);
-    let request = ValidateRequest::build(&request_json, run.raw)?;
-    let session = run
-        .replay_host_capabilities_interactions
-        .as_deref()
-        .map(Replayer::load)
-        .transpose()?;
-    let state = HostState {
-        allow_list,
-        replayer: session.clone(),
-        verbose,
-        ..Default::default()
-    };
-    let policy = Policy::load(&wasm, &origin, !run.disable_wasmtime_cache, state)?;
-    let settings_validation = crate::call_validate_settings(&policy, &settings);
-    if !settings_validation.valid {
-        bail!(
-            "Provided settings are not valid: {}",
-            settings_validation.message.unwrap_or_default()
-        );
-    }
+    let crate::Prepared {
+        policy,
+        settings,
+        request,
+        session,
+    } = crate::prepare(&args.run, verbose)?;
     let mut timings = Vec::with_capacity(args.iterations);
     let mut last = None;
     for round in 0..=args.iterations {
@@ -461,23 +440,7 @@ struct Bench {
 }
 
 impl Bench {
-    fn load(wasm: &[u8], origin: &str, enable_cache: bool, host: BenchHost) -> Result<Bench> {
-        let mut config = wasmtime::Config::new();
-        if enable_cache {
-            if let Ok(cache) = wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
-                config.cache(Some(cache));
-            }
-        }
-        config.wasm_function_references(true);
-        let engine = wasmtime::Engine::new(&config)
-            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
-        let module = wasmtime::Module::new(&engine, wasm)
-            .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
-        let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
-            .engine(engine)
-            .module(module)
-            .build()
-            .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
+    fn load(module: &PolicyModule, enable_cache: bool, host: BenchHost) -> Result<Bench> {
         let host = Arc::new(Mutex::new(host));
         let cb_host = host.clone();
         let callback = move |_id: u64,
@@ -496,8 +459,12 @@ impl Bench {
             host.answer(namespace, operation, payload)
                 .map_err(|e| e.into())
         };
-        let wapc = wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
-            .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))?;
+        let wapc = runtime::instantiate(
+            &module.wasm,
+            &module.origin,
+            enable_cache,
+            Box::new(callback),
+        )?;
         let bench = Bench { wapc, host };
         let settings = bench
             .wapc
@@ -763,9 +730,11 @@ struct Row {
 /// the baseline, the CREATE mutation and an ignored request, on a two-version release; then counts
 /// the DELETE's host calls on each release line whose objects the namespace has.
 pub fn compare(args: CompareArgs, _verbose: bool) -> Result<ExitCode> {
-    let (origin, wasm) = crate::read_policy(&args.policy)?;
-    let metadata = crate::resolve_metadata(&wasm, &origin, args.metadata.as_deref())?;
-    let allow_list = crate::context_aware_allow_list(true, &metadata);
+    let module = PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
+    if module.is_raw() {
+        bail!("bench-compare sends admission requests: the policy's metadata says policyType raw");
+    }
+    let allow_list = crate::context_aware_allow_list(true, &module.metadata);
     let cache = !args.disable_wasmtime_cache;
     let mut rows = Vec::new();
     for dir in &args.namespaces {
@@ -776,8 +745,7 @@ pub fn compare(args: CompareArgs, _verbose: bool) -> Result<ExitCode> {
             .unwrap_or_else(|| (300_000 / ns.machines.max(1)).clamp(10, 200));
         let load = |release: Release, honour_masks: bool| {
             Bench::load(
-                &wasm,
-                &origin,
+                &module,
                 cache,
                 BenchHost {
                     ns: ns.clone(),

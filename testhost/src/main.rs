@@ -280,6 +280,109 @@ fn resolve_metadata(wasm: &[u8], origin: &str, flag: Option<&Path>) -> Result<Me
     metadata::resolve(wasm, origin, explicit.as_deref(), Path::new("metadata.yml"))
 }
 
+/// A policy module read and checked like kwctl does before running it: the file, its metadata
+/// (annotated, or a metadata.yml) and its execution mode.
+pub(crate) struct PolicyModule {
+    pub origin: String,
+    pub wasm: Vec<u8>,
+    pub metadata: MetadataSource,
+}
+
+impl PolicyModule {
+    /// Reads `uri`, finds its metadata (`metadata_flag`, else `$TESTHOST_METADATA`, else
+    /// ./metadata.yml) and refuses anything but a waPC policy (`execution_mode` is the user's
+    /// `--execution-mode`).
+    pub fn open(
+        uri: &str,
+        metadata_flag: Option<&Path>,
+        execution_mode: Option<&str>,
+    ) -> Result<Self> {
+        let (origin, wasm) = read_policy(uri)?;
+        let metadata = resolve_metadata(&wasm, &origin, metadata_flag)?;
+        check_execution_mode(execution_mode, &metadata)?;
+        Ok(Self {
+            origin,
+            wasm,
+            metadata,
+        })
+    }
+
+    /// Whether the metadata says `policyType: raw`.
+    pub fn is_raw(&self) -> bool {
+        match &self.metadata {
+            MetadataSource::Annotated(m) | MetadataSource::File(_, m) => m.is_raw(),
+            MetadataSource::None => false,
+        }
+    }
+
+    /// Loads the module with `state` answering its host calls.
+    pub fn load(&self, enable_cache: bool, state: HostState) -> Result<Policy> {
+        Policy::load(&self.wasm, &self.origin, enable_cache, state)
+    }
+}
+
+/// What `run` and `bench` evaluate: the policy loaded with its host state, settings that it
+/// accepted, the request and the session it is answered from.
+pub(crate) struct Prepared {
+    pub policy: Policy,
+    pub settings: serde_json::Value,
+    pub request: ValidateRequest,
+    pub session: Option<Replayer>,
+}
+
+/// Everything `run` does before calling `validate`, in kwctl's order: settings, request, policy,
+/// metadata (execution mode, policyType, contextAwareResources), the session, loading the module,
+/// validating the settings.
+pub(crate) fn prepare(args: &RunArgs, verbose: bool) -> Result<Prepared> {
+    let settings = load_settings(&args.settings)?;
+    let request_json = read_request(&args.request_path)?;
+    let module = PolicyModule::open(
+        &args.policy,
+        args.metadata.as_deref(),
+        args.execution_mode.as_deref(),
+    )?;
+    let allow_list = context_aware_allow_list(args.allow_context_aware, &module.metadata);
+    let request = ValidateRequest::build(&request_json, args.raw || module.is_raw())?;
+
+    // kwctl reads the session lazily (and panics on a bad file); testhost
+    // reads it up front and reports which file is wrong and why
+    let session = args
+        .replay_host_capabilities_interactions
+        .as_deref()
+        .map(Replayer::load)
+        .transpose()?;
+    if session.is_none() && !allow_list.is_empty() {
+        // kwctl would connect to the cluster of the current kubeconfig here
+        bail!(
+            "testhost cannot connect to a Kubernetes cluster: with --allow-context-aware, \
+             pass the recorded answers with --replay-host-capabilities-interactions FILE"
+        );
+    }
+
+    let state = HostState {
+        allow_list,
+        replayer: session.clone(),
+        verbose,
+        responder: None,
+    };
+    let policy = module.load(!args.disable_wasmtime_cache, state)?;
+
+    let settings_validation = call_validate_settings(&policy, &settings);
+    if !settings_validation.valid {
+        warn_leftovers(&policy);
+        bail!(
+            "Provided settings are not valid: {}",
+            settings_validation.message.unwrap_or_default()
+        );
+    }
+    Ok(Prepared {
+        policy,
+        settings,
+        request,
+        session,
+    })
+}
+
 fn call_validate_settings(
     policy: &Policy,
     settings: &serde_json::Value,
@@ -383,53 +486,12 @@ fn fail_on_guest_error() -> bool {
 }
 
 fn run(args: RunArgs, verbose: bool) -> Result<ExitCode> {
-    // same order of checks as kwctl: settings, request, policy, metadata
-    let settings = load_settings(&args.settings)?;
-    let request_json = read_request(&args.request_path)?;
-    let (origin, wasm) = read_policy(&args.policy)?;
-    let metadata = resolve_metadata(&wasm, &origin, args.metadata.as_deref())?;
-    check_execution_mode(args.execution_mode.as_deref(), &metadata)?;
-
-    let allow_list = context_aware_allow_list(args.allow_context_aware, &metadata);
-    let raw = args.raw
-        || match &metadata {
-            MetadataSource::Annotated(m) | MetadataSource::File(_, m) => m.is_raw(),
-            MetadataSource::None => false,
-        };
-    let request = ValidateRequest::build(&request_json, raw)?;
-
-    // kwctl reads the session lazily (and panics on a bad file); testhost
-    // reads it up front and reports which file is wrong and why
-    let replayer = args
-        .replay_host_capabilities_interactions
-        .as_deref()
-        .map(Replayer::load)
-        .transpose()?;
-    if replayer.is_none() && !allow_list.is_empty() {
-        // kwctl would connect to the cluster of the current kubeconfig here
-        bail!(
-            "testhost cannot connect to a Kubernetes cluster: with --allow-context-aware, \
-             pass the recorded answers with --replay-host-capabilities-interactions FILE"
-        );
-    }
-
-    let state = HostState {
-        allow_list,
-        replayer,
-        verbose,
-        responder: None,
-    };
-    let policy = Policy::load(&wasm, &origin, !args.disable_wasmtime_cache, state)?;
-
-    let settings_validation = call_validate_settings(&policy, &settings);
-    if !settings_validation.valid {
-        warn_leftovers(&policy);
-        bail!(
-            "Provided settings are not valid: {}",
-            settings_validation.message.unwrap_or_default()
-        );
-    }
-
+    let Prepared {
+        policy,
+        settings,
+        request,
+        ..
+    } = prepare(&args, verbose)?;
     let (response, guest_failed) = call_validate(&policy, &request, &settings)?;
     warn_leftovers(&policy);
     print_line(&serde_json::to_string(&response)?)?;

@@ -13,34 +13,44 @@ pub struct Policy {
     state: Arc<Mutex<HostState>>,
 }
 
-impl Policy {
-    /// Compiles `wasm` and instantiates it (running its waPC/WASI start
-    /// functions).  The module gets the same WASI context kwctl gives
-    /// policies: inherited stdio, no arguments, no environment, no
-    /// directories.
-    pub fn load(wasm: &[u8], origin: &str, enable_cache: bool, state: HostState) -> Result<Self> {
-        let mut config = wasmtime::Config::new();
-        if enable_cache {
-            match wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
-                Ok(cache) => {
-                    config.cache(Some(cache));
-                }
-                Err(e) => eprintln!(" WARN testhost: wasmtime cache disabled: {e}"),
+/// Compiles `wasm` and instantiates it (running its waPC/WASI start functions) with `callback`
+/// answering its host calls. The module gets the same WASI context kwctl gives policies:
+/// inherited stdio, no arguments, no environment, no directories. Every command that runs a
+/// policy loads it here, whatever answers its host calls.
+pub fn instantiate(
+    wasm: &[u8],
+    origin: &str,
+    enable_cache: bool,
+    callback: Box<wapc::HostCallback>,
+) -> Result<wapc::WapcHost> {
+    let mut config = wasmtime::Config::new();
+    if enable_cache {
+        match wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+            Ok(cache) => {
+                config.cache(Some(cache));
             }
+            Err(e) => eprintln!(" WARN testhost: wasmtime cache disabled: {e}"),
         }
-        // required by policies built by the official Go compiler >= 1.26
-        config.wasm_function_references(true);
-        let engine = wasmtime::Engine::new(&config)
-            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
-        let module = wasmtime::Module::new(&engine, wasm)
-            .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
+    }
+    // required by policies built by the official Go compiler >= 1.26
+    config.wasm_function_references(true);
+    let engine = wasmtime::Engine::new(&config)
+        .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
+    let module = wasmtime::Module::new(&engine, wasm)
+        .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
 
-        let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
-            .engine(engine)
-            .module(module)
-            .build()
-            .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
+    let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
+        .engine(engine)
+        .module(module)
+        .build()
+        .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
+    wapc::WapcHost::new(Box::new(provider), Some(callback))
+        .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))
+}
 
+impl Policy {
+    /// Loads `wasm` (see [`instantiate`]) with `state` answering its host calls.
+    pub fn load(wasm: &[u8], origin: &str, enable_cache: bool, state: HostState) -> Result<Self> {
         let state = Arc::new(Mutex::new(state));
         let cb_state = state.clone();
         let callback = move |_id: u64,
@@ -56,8 +66,7 @@ impl Policy {
             st.host_call(binding, namespace, operation, payload)
                 .map_err(|e| e.into())
         };
-        let host = wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
-            .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))?;
+        let host = instantiate(wasm, origin, enable_cache, Box::new(callback))?;
         Ok(Self { host, state })
     }
 

@@ -144,12 +144,11 @@ fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
-    let (origin, wasm) = crate::read_policy(&args.policy)?;
-    let metadata = crate::resolve_metadata(&wasm, &origin, args.metadata.as_deref())?;
-    let allow_list = crate::context_aware_allow_list(true, &metadata);
+    let module = crate::PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
+    let allow_list = crate::context_aware_allow_list(true, &module.metadata);
     let shared = Shared {
-        wasm,
-        origin,
+        wasm: module.wasm,
+        origin: module.origin,
         allow_list,
         enable_cache: !args.disable_wasmtime_cache,
         verbose,
