@@ -61,52 +61,18 @@ impl MetadataSource {
     }
 }
 
-fn read_leb128_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, String> {
-    let mut result: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let byte = *bytes
-            .get(*pos)
-            .ok_or_else(|| "unexpected end of file inside of a LEB128 number".to_string())?;
-        *pos += 1;
-        let low = u32::from(byte & 0x7f);
-        if shift == 28 && low > 0x0f {
-            return Err("LEB128 number does not fit into 32 bits".to_string());
-        }
-        result |= low << shift;
-        if byte & 0x80 == 0 {
-            return Ok(result);
-        }
-    }
-    Err("LEB128 number is too long".to_string())
-}
-
-/// Returns the contents of the first custom section called `name`.
-pub fn find_custom_section<'a>(wasm: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, String> {
-    if wasm.len() < 8 || &wasm[0..4] != b"\0asm" {
-        return Err("not a WebAssembly binary (bad magic number)".to_string());
-    }
-    let mut pos = 8;
-    while pos < wasm.len() {
-        let id = wasm[pos];
-        pos += 1;
-        let size = read_leb128_u32(wasm, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|end| *end <= wasm.len())
-            .ok_or_else(|| format!("section with id {id} extends past the end of the file"))?;
-        if id == 0 {
-            let section = &wasm[..end];
-            let mut p = pos;
-            let name_len = read_leb128_u32(section, &mut p)? as usize;
-            let name_end = p
-                .checked_add(name_len)
-                .filter(|e| *e <= end)
-                .ok_or_else(|| "custom section name extends past its section".to_string())?;
-            if &wasm[p..name_end] == name.as_bytes() {
-                return Ok(Some(&wasm[name_end..end]));
+/// Returns the contents of the first custom section called `name`. The module is read section
+/// by section up to that one (wasmparser, as wasmtime does), not validated.
+pub fn find_custom_section<'a>(
+    wasm: &'a [u8],
+    name: &str,
+) -> Result<Option<&'a [u8]>, wasmparser::BinaryReaderError> {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let wasmparser::Payload::CustomSection(section) = payload? {
+            if section.name() == name {
+                return Ok(Some(section.data()));
             }
         }
-        pos = end;
     }
     Ok(None)
 }
