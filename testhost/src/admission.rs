@@ -7,6 +7,11 @@ use anyhow::{anyhow, Result};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+/// What `validate` returns.
+pub use kubewarden_policy_sdk::response::ValidationResponse;
+/// What `validate_settings` returns, and what `validate-settings` prints.
+pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+
 /// `admission/v1` GroupVersionKind.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupVersionKind {
@@ -138,25 +143,6 @@ pub fn settings_from_value(value: serde_json::Value) -> Result<serde_json::Value
     }
 }
 
-/// What `validate` returns (Kubewarden SDK `ValidationResponse`).
-#[derive(Debug, Deserialize)]
-pub struct ValidationResponse {
-    pub accepted: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    pub mutated_object: Option<serde_json::Value>,
-    pub audit_annotations: Option<BTreeMap<String, String>>,
-    pub warnings: Option<Vec<String>>,
-}
-
-/// What `validate_settings` returns (Kubewarden SDK
-/// `SettingsValidationResponse`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettingsValidationResponse {
-    pub valid: bool,
-    pub message: Option<String>,
-}
-
 /// `AdmissionResponse.status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AdmissionResponseStatus {
@@ -201,8 +187,8 @@ impl AdmissionResponse {
         Self::reject(uid, format!("internal server error: {message}"), 500)
     }
 
-    /// Turns the policy answer into an AdmissionResponse; a mutated object
-    /// becomes a base64 JSON patch against `req_obj`.
+    /// Turns the policy answer into the AdmissionResponse of request `uid`; a
+    /// mutated object becomes a base64 JSON patch against `req_obj`.
     pub fn from_policy_validation_response(
         uid: &str,
         req_obj: Option<&serde_json::Value>,
@@ -224,24 +210,34 @@ impl AdmissionResponse {
             (None, _) => None,
         };
 
-        let status = if resp.message.is_some() || resp.code.is_some() {
-            Some(AdmissionResponseStatus {
-                message: resp.message.clone(),
-                code: resp.code,
-            })
-        } else {
-            None
-        };
-
         Ok(AdmissionResponse {
             uid: uid.to_string(),
-            allowed: resp.accepted,
             patch_type: patch.as_ref().map(|_| "JSONPatch".to_string()),
             patch,
-            status,
-            audit_annotations: resp.audit_annotations.clone(),
-            warnings: resp.warnings.clone(),
+            ..AdmissionResponse::from(resp)
         })
+    }
+}
+
+/// The verdict, status, audit annotations (sorted) and warnings of a policy
+/// answer; no uid and no patch.
+impl From<&ValidationResponse> for AdmissionResponse {
+    fn from(resp: &ValidationResponse) -> Self {
+        let status =
+            (resp.message.is_some() || resp.code.is_some()).then(|| AdmissionResponseStatus {
+                message: resp.message.clone(),
+                code: resp.code,
+            });
+        AdmissionResponse {
+            allowed: resp.accepted,
+            status,
+            audit_annotations: resp
+                .audit_annotations
+                .as_ref()
+                .map(|a| a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            warnings: resp.warnings.clone(),
+            ..Default::default()
+        }
     }
 }
 
@@ -263,6 +259,7 @@ pub fn json_patch_base64(
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashMap;
 
     fn request() -> serde_json::Value {
         json!({
@@ -368,7 +365,7 @@ mod tests {
             message: Some("no".to_string()),
             code: Some(400),
             mutated_object: None,
-            audit_annotations: Some(BTreeMap::from([("k".to_string(), "v".to_string())])),
+            audit_annotations: Some(HashMap::from([("k".to_string(), "v".to_string())])),
             warnings: Some(vec!["w".to_string()]),
         };
         let resp =

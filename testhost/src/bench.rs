@@ -489,7 +489,7 @@ impl Bench {
         let elapsed = start.elapsed().as_secs_f64() * 1000.0;
         let answer = answer.map_err(|e| anyhow!("the policy failed during validate: {e}"))?;
         let response: ValidationResponse = serde_json::from_slice(&answer)?;
-        Ok((elapsed, Verdict::of(&response), self.host(|h| h.traffic)))
+        Ok((elapsed, Verdict::from(&response), self.host(|h| h.traffic)))
     }
 
     /// Times `iterations` evaluations after one warm-up; every evaluation must agree.
@@ -515,8 +515,8 @@ enum Verdict {
     Reject(u16),
 }
 
-impl Verdict {
-    fn of(response: &ValidationResponse) -> Verdict {
+impl From<&ValidationResponse> for Verdict {
+    fn from(response: &ValidationResponse) -> Verdict {
         match (response.accepted, &response.mutated_object) {
             (true, Some(_)) => Verdict::Mutate,
             (true, None) => Verdict::Accept,

@@ -20,7 +20,7 @@ use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::admission::ValidateRequest;
+use crate::admission::{AdmissionResponse, ValidateRequest};
 use crate::host::HostState;
 use crate::metadata::ContextAwareResource;
 use crate::runtime::Policy;
@@ -73,6 +73,16 @@ impl Admit for PolicyAdmit<'_> {
     fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
         let req = ValidateRequest::build(request, false)?;
         let (response, _guest_failed) = crate::call_validate(self.policy, &req, &self.settings)?;
+        Verdict::try_from(&response)
+    }
+}
+
+/// What the simulated controllers see of an admission answer: the verdict, the status as one
+/// message, and the patch decoded.
+impl TryFrom<&AdmissionResponse> for Verdict {
+    type Error = anyhow::Error;
+
+    fn try_from(response: &AdmissionResponse) -> Result<Verdict> {
         let patch = match &response.patch {
             Some(b64) => {
                 let bytes = base64::engine::general_purpose::STANDARD
