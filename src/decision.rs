@@ -149,15 +149,9 @@ mod tests {
     use crate::catalogue::{self, TemplateClass, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
     use crate::error::Lookup;
     use crate::references::NamedTemplate;
+    use crate::testing::referrer_kind as kind;
     use rstest::rstest;
     use serde_json::json;
-
-    fn kind(name: &str) -> &'static ReferrerKind {
-        REFERRERS
-            .iter()
-            .find(|k| k.kind() == name)
-            .expect("kind in the catalogue")
-    }
 
     /// Answers from memory and records what was asked, in order.
     #[derive(Default)]
@@ -286,12 +280,15 @@ mod tests {
         decide(template, &Settings::default(), memory)
     }
 
-    #[test]
-    fn row1_a_machine_deployment_keeps_its_template() {
-        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+    #[rstest]
+    #[case::row1_a_machine_deployment("MachineDeployment")]
+    #[case::row1_a_machine_set("MachineSet")]
+    #[case::row2_a_control_plane("RKE2ControlPlane")]
+    fn a_listed_referrer_keeps_the_template_it_names(#[case] referrer: &'static str) {
+        let mut memory = Memory::default().with(referrer, vec![naming_t("r")]);
         assert_eq!(
             kept(decide_with(&metal3("t"), &mut memory).unwrap()),
-            vec![("MachineDeployment".into(), "md".into(), vec![INFRA.into()])]
+            vec![(referrer.into(), "r".into(), vec![INFRA.into()])]
         );
     }
 
@@ -354,15 +351,6 @@ mod tests {
         );
         let decision = decide_with(&metal3("t"), &mut memory).unwrap();
         assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
-    }
-
-    #[test]
-    fn row2_a_control_plane_keeps_its_machine_template() {
-        let mut memory = Memory::default().with("RKE2ControlPlane", vec![naming_t("cp")]);
-        assert_eq!(
-            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
-            vec![("RKE2ControlPlane".into(), "cp".into(), vec![INFRA.into()])]
-        );
     }
 
     #[rstest]

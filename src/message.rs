@@ -356,15 +356,9 @@ pub fn machine_not_mutated(namespace: &str, name: &str, error: &Error) -> String
 mod tests {
     use super::*;
     use crate::capi::TemplateRef;
-    use crate::catalogue::{TemplateClass, Version, VersionSetting, REFERRERS};
+    use crate::catalogue::{TemplateClass, Version, VersionSetting};
+    use crate::testing::referrer_kind as kind;
     use rstest::rstest;
-
-    fn kind(name: &str) -> &'static ReferrerKind {
-        REFERRERS
-            .iter()
-            .find(|k| k.kind() == name)
-            .expect("kind in the catalogue")
-    }
 
     fn template() -> Template {
         Template {

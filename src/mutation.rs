@@ -148,6 +148,7 @@ mod tests {
     use super::*;
     use crate::capi::{MachineSetLike, MetadataOnly, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
     use crate::testing::fixture;
+    use crate::testing::referrer_kind as kind;
     use rstest::rstest;
     use serde_json::json;
 
@@ -352,13 +353,6 @@ mod tests {
         serde_json::from_value::<MetadataOnly>(json!({"metadata": value}))
             .unwrap()
             .metadata
-    }
-
-    fn kind(name: &str) -> &'static ReferrerKind {
-        catalogue::REFERRERS
-            .iter()
-            .find(|k| k.kind() == name)
-            .expect("kind in the catalogue")
     }
 
     #[rstest]

@@ -1,5 +1,6 @@
 //! Test helpers: fixtures from `test_data/` and an in-memory [`Cluster`].
 
+use crate::catalogue::{ReferrerKind, REFERRERS};
 use crate::cluster::Cluster;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
@@ -13,6 +14,14 @@ pub fn fixture<T: DeserializeOwned>(path: &str) -> T {
     let file = format!("{}/test_data/objects/{path}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// The catalogue entry of a referrer kind, by kind name.
+pub fn referrer_kind(name: &str) -> &'static ReferrerKind {
+    REFERRERS
+        .iter()
+        .find(|k| k.kind() == name)
+        .unwrap_or_else(|| panic!("{name} is not in the catalogue"))
 }
 
 /// Wraps objects into a list answer as the host sends it.

@@ -28,6 +28,13 @@ fn run(case: &str, settings: Value, cluster: &FakeCluster) -> ValidationResponse
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// Asserts that `response` refuses with `code` and returns its message.
+fn refusal(response: ValidationResponse, code: u16) -> String {
+    assert!(!response.accepted, "accepted: {response:?}");
+    assert_eq!(response.code, Some(code), "{response:?}");
+    response.message.expect("a refusal has a message")
+}
+
 fn v2() -> Value {
     json!({"capiApiVersion": "v1beta2", "controlPlaneApiVersion": "v1beta2", "metal3ApiVersion": "v1beta2"})
 }
@@ -99,11 +106,9 @@ const V1_LISTS: [&str; 10] = [
 fn template_in_use_is_rejected_with_every_list_read_once() {
     let cluster = v1_namespace();
     let response = run("guard-row1-machinedeployment-v1beta1", json!({}), &cluster);
-    assert!(!response.accepted);
-    assert_eq!(response.code, Some(409));
     assert_eq!(
-        response.message.as_deref(),
-        Some("Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again.")
+        refusal(response, 409),
+        "Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again."
     );
     assert_eq!(cluster.calls(), V1_LISTS);
 }
@@ -150,10 +155,7 @@ fn bootstrap_template_reads_only_what_can_name_it() {
         .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
         .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]));
     let response = run("guard-row1-bootstrap-template", v2(), &cluster);
-    assert_eq!(response.code, Some(409));
-    assert!(response
-        .message
-        .unwrap()
+    assert!(refusal(response, 409)
         .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
     let kinds: Vec<String> = cluster
         .calls()
@@ -224,15 +226,14 @@ fn owning_cluster_gone_releases_the_template() {
 fn live_owning_cluster_keeps_the_rejection() {
     let cluster = v2_namespace_with_cluster(Ok(json!({"metadata": {"name": "edge-a"}})));
     let response = run("guard-row6-cluster-live", v2(), &cluster);
-    assert_eq!(response.code, Some(409));
+    refusal(response, 409);
 }
 
 #[test]
 fn failed_cluster_lookup_fails_closed() {
     let cluster = v2_namespace_with_cluster(Err("Callback evaluation failure: timed out"));
     let response = run("guard-row6-cluster-live", v2(), &cluster);
-    assert_eq!(response.code, Some(500));
-    assert!(response.message.unwrap().contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
+    assert!(refusal(response, 500).contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
 }
 
 /// MachineDeployments list fine; listing MachineSets is forbidden.
@@ -254,11 +255,9 @@ fn machine_sets_forbidden() -> FakeCluster {
 fn failed_list_fails_closed_and_stops_looking() {
     let cluster = machine_sets_forbidden();
     let response = run("guard-lookup-failure", json!({}), &cluster);
-    assert!(!response.accepted);
-    assert_eq!(response.code, Some(500));
     assert_eq!(
-        response.message.as_deref(),
-        Some("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true.")
+        refusal(response, 500),
+        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
     );
     // MachineDeployment at v1beta2 (not served), at v1beta1, then MachineSet at v1beta1.
     assert_eq!(cluster.calls().len(), 3);
@@ -292,8 +291,7 @@ fn capi_kind_not_served_points_at_the_version_setting() {
         &list(V1_MD, "MachineDeployment", &[]),
     );
     let response = run("guard-lookup-failure", v2(), &cluster);
-    assert_eq!(response.code, Some(500));
-    assert_eq!(response.message.as_deref(), Some("capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version (Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found). Set capiApiVersion to auto (or v1beta1). To accept deletions when a lookup fails, set failOpenOnLookupError to true."));
+    assert_eq!(refusal(response, 500), "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version (Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found). Set capiApiVersion to auto (or v1beta1). To accept deletions when a lookup fails, set failOpenOnLookupError to true.");
 }
 
 #[test]
@@ -311,10 +309,9 @@ fn access_not_granted_points_at_context_aware_resources() {
 fn delete_without_old_object_is_rejected_as_bad_request() {
     let cluster = FakeCluster::new();
     let response = run("guard-delete-without-oldobject", v2(), &cluster);
-    assert_eq!(response.code, Some(400));
     assert_eq!(
-        response.message.as_deref(),
-        Some("capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e and refused it: the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server.")
+        refusal(response, 400),
+        "capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e and refused it: the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server."
     );
     assert!(cluster.calls().is_empty());
 }
@@ -338,9 +335,7 @@ fn other_kinds_and_operations_need_no_lookup() {
 fn unreadable_payload_is_rejected_with_a_sentence() {
     let bytes = respond(b"{not json", &FakeCluster::new()).unwrap();
     let response: ValidationResponse = serde_json::from_slice(&bytes).unwrap();
-    assert!(!response.accepted);
-    assert_eq!(response.code, Some(400));
-    assert!(response.message.unwrap().starts_with(
+    assert!(refusal(response, 400).starts_with(
         "capi-template-guard cannot evaluate this request: the admission request cannot be read (key must be a string"
     ));
 }
@@ -352,8 +347,7 @@ fn invalid_settings_in_a_request_are_rejected() {
         json!({"capiApiVersion": "v2"}),
         &FakeCluster::new(),
     );
-    assert_eq!(response.code, Some(400));
-    assert_eq!(response.message.as_deref(), Some("capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\"."));
+    assert_eq!(refusal(response, 400), "capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\".");
 }
 
 #[test]
@@ -363,10 +357,7 @@ fn settings_with_an_invalid_annotation_key_in_a_request_are_rejected() {
         json!({"nodeReuseAnnotation": "Not A Key"}),
         &FakeCluster::new(),
     );
-    assert_eq!(response.code, Some(400));
-    assert!(response
-        .message
-        .unwrap()
+    assert!(refusal(response, 400)
         .contains("The setting nodeReuseAnnotation is not a valid annotation key"));
 }
 
@@ -578,7 +569,7 @@ fn v2_only_bootstrap_namespace() -> FakeCluster {
 fn a_v1beta2_only_release_needs_no_settings_and_no_fallback() {
     let cluster = v2_only_bootstrap_namespace();
     let response = run("guard-row1-bootstrap-template", json!({}), &cluster);
-    assert_eq!(response.code, Some(409));
+    refusal(response, 409);
     assert_eq!(cluster.calls().len(), 3, "{:?}", cluster.calls());
 }
 
@@ -590,8 +581,7 @@ fn explicit_v1beta1_after_v1beta1_is_dropped_names_the_setting() {
         json!({"capiApiVersion": "v1beta1"}),
         &cluster,
     );
-    assert_eq!(response.code, Some(500));
-    let message = response.message.unwrap();
+    let message = refusal(response, 500);
     assert!(
         message.contains("the API server serves MachineDeployment at v1beta2, not at this version")
             && message.contains("Set capiApiVersion to auto (or v1beta2)."),

@@ -442,28 +442,17 @@ struct Bench {
 impl Bench {
     fn load(module: &PolicyModule, enable_cache: bool, host: BenchHost) -> Result<Bench> {
         let host = Arc::new(Mutex::new(host));
-        let cb_host = host.clone();
-        let callback = move |_id: u64,
-                             binding: &str,
-                             namespace: &str,
-                             operation: &str,
-                             payload: &[u8]|
-              -> std::result::Result<
-            Vec<u8>,
-            Box<dyn std::error::Error + Send + Sync>,
-        > {
-            if binding != "kubewarden" {
-                return Err(format!("unknown binding: {binding}").into());
-            }
-            let mut host = cb_host.lock().unwrap_or_else(PoisonError::into_inner);
-            host.answer(namespace, operation, payload)
-                .map_err(|e| e.into())
-        };
-        let wapc = runtime::instantiate(
+        let wapc = runtime::instantiate_with(
             &module.wasm,
             &module.origin,
             enable_cache,
-            Box::new(callback),
+            &host,
+            |host: &mut BenchHost, binding, namespace, operation, payload| {
+                if binding != "kubewarden" {
+                    return Err(format!("unknown binding: {binding}"));
+                }
+                host.answer(namespace, operation, payload)
+            },
         )?;
         let bench = Bench { wapc, host };
         let settings = bench

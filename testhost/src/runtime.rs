@@ -48,25 +48,37 @@ pub fn instantiate(
         .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))
 }
 
+/// What answers a module's host calls: `(state, binding, namespace, operation, payload)` to the
+/// answer's bytes or an error text.
+pub type Answer<S> = fn(&mut S, &str, &str, &str, &[u8]) -> std::result::Result<Vec<u8>, String>;
+
+/// [`instantiate`] with `answer` called on the shared `state` for every host call.
+pub fn instantiate_with<S: Send + 'static>(
+    wasm: &[u8],
+    origin: &str,
+    enable_cache: bool,
+    state: &Arc<Mutex<S>>,
+    answer: Answer<S>,
+) -> Result<wapc::WapcHost> {
+    let state = state.clone();
+    let callback =
+        move |_id: u64,
+              binding: &str,
+              namespace: &str,
+              operation: &str,
+              payload: &[u8]|
+              -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+            answer(&mut state, binding, namespace, operation, payload).map_err(|e| e.into())
+        };
+    instantiate(wasm, origin, enable_cache, Box::new(callback))
+}
+
 impl Policy {
     /// Loads `wasm` (see [`instantiate`]) with `state` answering its host calls.
     pub fn load(wasm: &[u8], origin: &str, enable_cache: bool, state: HostState) -> Result<Self> {
         let state = Arc::new(Mutex::new(state));
-        let cb_state = state.clone();
-        let callback = move |_id: u64,
-                             binding: &str,
-                             namespace: &str,
-                             operation: &str,
-                             payload: &[u8]|
-              -> std::result::Result<
-            Vec<u8>,
-            Box<dyn std::error::Error + Send + Sync>,
-        > {
-            let mut st = cb_state.lock().unwrap_or_else(PoisonError::into_inner);
-            st.host_call(binding, namespace, operation, payload)
-                .map_err(|e| e.into())
-        };
-        let host = instantiate(wasm, origin, enable_cache, Box::new(callback))?;
+        let host = instantiate_with(wasm, origin, enable_cache, &state, HostState::host_call)?;
         Ok(Self { host, state })
     }
 

@@ -656,6 +656,27 @@ fn class_ref(r: &Ref, release: &Release) -> Value {
 }
 
 /// The object as the API server returns it at `version`.
+/// The spec a MachineDeployment and a MachineSet share: replicas and the Machine template.
+fn machine_set_spec(
+    obj: &Obj,
+    infra: &Ref,
+    bootstrap: &Ref,
+    replicas: u32,
+    version: &str,
+    release: &Release,
+) -> Value {
+    json!({
+        "clusterName": obj.owner_cluster,
+        "replicas": replicas,
+        "template": {"spec": {
+            "clusterName": obj.owner_cluster,
+            "version": "v1.33.4",
+            "bootstrap": {"configRef": reference(bootstrap, version, release)},
+            "infrastructureRef": reference(infra, version, release),
+        }},
+    })
+}
+
 pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
     let mut meta = json!({
         "name": obj.name,
@@ -744,16 +765,7 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             max_unavailable,
         } => {
             let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable}});
-            let mut spec = json!({
-                "clusterName": obj.owner_cluster,
-                "replicas": replicas,
-                "template": {"spec": {
-                    "clusterName": obj.owner_cluster,
-                    "version": "v1.33.4",
-                    "bootstrap": {"configRef": reference(bootstrap, version, release)},
-                    "infrastructureRef": reference(infra, version, release),
-                }},
-            });
+            let mut spec = machine_set_spec(obj, infra, bootstrap, *replicas, version, release);
             if let Some(map) = spec.as_object_mut() {
                 if v1 {
                     map.insert("strategy".into(), strategy);
@@ -769,16 +781,7 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             replicas,
             status_replicas,
         } => (
-            json!({
-                "clusterName": obj.owner_cluster,
-                "replicas": replicas,
-                "template": {"spec": {
-                    "clusterName": obj.owner_cluster,
-                    "version": "v1.33.4",
-                    "bootstrap": {"configRef": reference(bootstrap, version, release)},
-                    "infrastructureRef": reference(infra, version, release),
-                }},
-            }),
+            machine_set_spec(obj, infra, bootstrap, *replicas, version, release),
             match status_replicas {
                 Some(n) => json!({"replicas": n}),
                 None => json!({}),

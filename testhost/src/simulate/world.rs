@@ -1320,11 +1320,21 @@ impl<'a> Sim<'a> {
         if paused {
             return Ok(false);
         }
+        self.reconcile_each(Kind::MachineDeployment, Self::reconcile_md)
+    }
+
+    /// Reconciles every object of `kind`, in a random order as controllers' work queues do;
+    /// true when any reconcile changed something.
+    fn reconcile_each(
+        &mut self,
+        kind: Kind,
+        reconcile: fn(&mut Self, &str) -> Result<bool>,
+    ) -> Result<bool> {
+        let mut names = self.read(|s| s.names(kind));
+        self.rng.shuffle(&mut names);
         let mut did = false;
-        let mut mds = self.read(|s| s.names(Kind::MachineDeployment));
-        self.rng.shuffle(&mut mds);
-        for md in mds {
-            did |= self.reconcile_md(&md)?;
+        for name in names {
+            did |= reconcile(self, &name)?;
         }
         Ok(did)
     }
@@ -1479,13 +1489,7 @@ impl<'a> Sim<'a> {
     }
 
     fn ms_controller(&mut self) -> Result<bool> {
-        let mut did = false;
-        let mut sets = self.read(|s| s.names(Kind::MachineSet));
-        self.rng.shuffle(&mut sets);
-        for ms in sets {
-            did |= self.reconcile_ms(&ms)?;
-        }
-        Ok(did)
+        self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)
     }
 
     fn reconcile_ms(&mut self, ms: &str) -> Result<bool> {
