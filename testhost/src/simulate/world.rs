@@ -1379,22 +1379,12 @@ impl<'a> Sim<'a> {
                     })
                     .flatten()
                     .collect();
-                let mut done = true;
-                for r in [&infra, &bootstrap] {
-                    if in_use.contains(r) || !self.read(|s| s.exists(r)) {
-                        continue;
-                    }
-                    if !self.due(Task::MdController, r.kind, &r.name) {
-                        done = false;
-                        continue;
-                    }
-                    if let Deleted::Refused(_) =
-                        self.delete(r.kind, &r.name, "topology (MachineDeployment finalizer)")?
-                    {
-                        self.refused_retry_later(Task::MdController, r.kind, &r.name, 10, 300);
-                        done = false;
-                    }
-                }
+                let done = self.delete_unused_templates(
+                    Task::MdController,
+                    [&infra, &bootstrap],
+                    &in_use,
+                    "topology (MachineDeployment finalizer)",
+                )?;
                 if done {
                     self.write(|s| {
                         s.drop_finalizer(Kind::MachineDeployment, md, MD_TOPOLOGY_FINALIZER)
@@ -1488,6 +1478,33 @@ impl<'a> Sim<'a> {
         Ok(false)
     }
 
+    /// The topology's finalizer step: deletes each of `templates` that exists and is not
+    /// `in_use`, when `task` is due for it; true when none is left to delete (a refused delete
+    /// is retried later).
+    fn delete_unused_templates(
+        &mut self,
+        task: Task,
+        templates: [&Ref; 2],
+        in_use: &BTreeSet<Ref>,
+        who: &str,
+    ) -> Result<bool> {
+        let mut done = true;
+        for r in templates {
+            if in_use.contains(r) || !self.read(|s| s.exists(r)) {
+                continue;
+            }
+            if !self.due(task, r.kind, &r.name) {
+                done = false;
+                continue;
+            }
+            if let Deleted::Refused(_) = self.delete(r.kind, &r.name, who)? {
+                self.refused_retry_later(task, r.kind, &r.name, 10, 300);
+                done = false;
+            }
+        }
+        Ok(done)
+    }
+
     fn ms_controller(&mut self) -> Result<bool> {
         self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)
     }
@@ -1550,22 +1567,12 @@ impl<'a> Sim<'a> {
                     }
                     u
                 });
-                let mut done = true;
-                for r in [&infra, &bootstrap] {
-                    if users.contains(r) || !self.read(|s| s.exists(r)) {
-                        continue;
-                    }
-                    if !self.due(Task::MsController, r.kind, &r.name) {
-                        done = false;
-                        continue;
-                    }
-                    if let Deleted::Refused(_) =
-                        self.delete(r.kind, &r.name, "topology (MachineSet finalizer)")?
-                    {
-                        self.refused_retry_later(Task::MsController, r.kind, &r.name, 10, 300);
-                        done = false;
-                    }
-                }
+                let done = self.delete_unused_templates(
+                    Task::MsController,
+                    [&infra, &bootstrap],
+                    &users,
+                    "topology (MachineSet finalizer)",
+                )?;
                 if done {
                     self.write(|s| s.drop_finalizer(Kind::MachineSet, ms, MS_TOPOLOGY_FINALIZER));
                     did = true;
