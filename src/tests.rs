@@ -140,9 +140,10 @@ fn unused_template_is_accepted() {
     assert_eq!(cluster.calls(), V1_LISTS);
 }
 
-#[test]
-fn bootstrap_template_reads_only_what_can_name_it() {
-    let cluster = FakeCluster::new()
+/// The v1beta2 lists a bootstrap template's deletion reads: a MachineDeployment naming it, no
+/// MachineSets, no ClusterClasses.
+fn bootstrap_namespace(cluster: FakeCluster) -> FakeCluster {
+    cluster
         .answer_list(
             V2_MD,
             "MachineDeployment",
@@ -153,7 +154,12 @@ fn bootstrap_template_reads_only_what_can_name_it() {
             ),
         )
         .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
-        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]));
+        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
+}
+
+#[test]
+fn bootstrap_template_reads_only_what_can_name_it() {
+    let cluster = bootstrap_namespace(FakeCluster::new());
     let response = run("guard-row1-bootstrap-template", v2(), &cluster);
     assert!(refusal(response, 409)
         .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
@@ -551,18 +557,7 @@ fn machine_without_any_source_never_blocks_creation() {
 
 /// A release that no longer serves v1beta1: the lists for a bootstrap template.
 fn v2_only_bootstrap_namespace() -> FakeCluster {
-    FakeCluster::v1beta2_only()
-        .answer_list(
-            V2_MD,
-            "MachineDeployment",
-            &list(
-                V2_MD,
-                "MachineDeployment",
-                &["v1beta2/04-machinedeployment.json"],
-            ),
-        )
-        .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
-        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
+    bootstrap_namespace(FakeCluster::v1beta2_only())
 }
 
 #[test]

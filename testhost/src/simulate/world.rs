@@ -1379,33 +1379,14 @@ impl<'a> Sim<'a> {
                     })
                     .flatten()
                     .collect();
-                let done = self.delete_unused_templates(
+                did |= self.topology_finalizer(
+                    (Kind::MachineDeployment, md, MD_TOPOLOGY_FINALIZER),
                     Task::MdController,
                     [&infra, &bootstrap],
                     &in_use,
-                    "topology (MachineDeployment finalizer)",
                 )?;
-                if done {
-                    self.write(|s| {
-                        s.drop_finalizer(Kind::MachineDeployment, md, MD_TOPOLOGY_FINALIZER)
-                    });
-                    did = true;
-                }
             }
-            for ms in &sets {
-                if ms.deleting.is_none() {
-                    let now = self.now;
-                    self.write(|s| s.delete(Kind::MachineSet, &ms.name, now));
-                    did = true;
-                }
-            }
-            if sets.is_empty() {
-                self.write(|s| s.drop_finalizer(Kind::MachineDeployment, md, MD_FINALIZER));
-                if self.read(|s| s.get(Kind::MachineDeployment, md).is_none()) {
-                    self.ev(|| format!("MachineDeployment {md} gone"));
-                    return Ok(true);
-                }
-            }
+            did |= self.delete_dependents((Kind::MachineDeployment, md, MD_FINALIZER), &sets);
             return Ok(did);
         }
         let reader = format!("MachineDeployment {md}");
@@ -1478,16 +1459,17 @@ impl<'a> Sim<'a> {
         Ok(false)
     }
 
-    /// The topology's finalizer step: deletes each of `templates` that exists and is not
-    /// `in_use`, when `task` is due for it; true when none is left to delete (a refused delete
-    /// is retried later).
-    fn delete_unused_templates(
+    /// The topology's finalizer on a MachineDeployment or MachineSet being deleted: deletes each
+    /// of `templates` that exists and is not `in_use`, when `task` is due for it (a refused
+    /// delete is retried later), and drops the finalizer once none is left; true when it did.
+    fn topology_finalizer(
         &mut self,
+        (kind, name, finalizer): (Kind, &str, &str),
         task: Task,
         templates: [&Ref; 2],
         in_use: &BTreeSet<Ref>,
-        who: &str,
     ) -> Result<bool> {
+        let who = format!("topology ({} finalizer)", kind.name());
         let mut done = true;
         for r in templates {
             if in_use.contains(r) || !self.read(|s| s.exists(r)) {
@@ -1497,12 +1479,41 @@ impl<'a> Sim<'a> {
                 done = false;
                 continue;
             }
-            if let Deleted::Refused(_) = self.delete(r.kind, &r.name, who)? {
+            if let Deleted::Refused(_) = self.delete(r.kind, &r.name, &who)? {
                 self.refused_retry_later(task, r.kind, &r.name, 10, 300);
                 done = false;
             }
         }
+        if done {
+            self.write(|s| s.drop_finalizer(kind, name, finalizer));
+        }
         Ok(done)
+    }
+
+    /// A MachineDeployment's or MachineSet's own finalizer: deletes its `dependents` (its
+    /// MachineSets or Metal3Machines) and drops the finalizer once none is left; true when
+    /// anything changed.
+    fn delete_dependents(
+        &mut self,
+        (kind, name, finalizer): (Kind, &str, &str),
+        dependents: &[Obj],
+    ) -> bool {
+        let mut did = false;
+        for d in dependents {
+            if d.deleting.is_none() {
+                let now = self.now;
+                self.write(|s| s.delete(d.kind, &d.name, now));
+                did = true;
+            }
+        }
+        if dependents.is_empty() {
+            self.write(|s| s.drop_finalizer(kind, name, finalizer));
+            if self.read(|s| s.get(kind, name).is_none()) {
+                self.ev(|| format!("{} {name} gone", kind.name()));
+                did = true;
+            }
+        }
+        did
     }
 
     fn ms_controller(&mut self) -> Result<bool> {
@@ -1567,31 +1578,14 @@ impl<'a> Sim<'a> {
                     }
                     u
                 });
-                let done = self.delete_unused_templates(
+                did |= self.topology_finalizer(
+                    (Kind::MachineSet, ms, MS_TOPOLOGY_FINALIZER),
                     Task::MsController,
                     [&infra, &bootstrap],
                     &users,
-                    "topology (MachineSet finalizer)",
                 )?;
-                if done {
-                    self.write(|s| s.drop_finalizer(Kind::MachineSet, ms, MS_TOPOLOGY_FINALIZER));
-                    did = true;
-                }
             }
-            for m in &machines {
-                if m.deleting.is_none() {
-                    let now = self.now;
-                    self.write(|s| s.delete(Kind::Metal3Machine, &m.name, now));
-                    did = true;
-                }
-            }
-            if machines.is_empty() {
-                self.write(|s| s.drop_finalizer(Kind::MachineSet, ms, MS_FINALIZER));
-                if self.read(|s| s.get(Kind::MachineSet, ms).is_none()) {
-                    self.ev(|| format!("MachineSet {ms} gone"));
-                    did = true;
-                }
-            }
+            did |= self.delete_dependents((Kind::MachineSet, ms, MS_FINALIZER), &machines);
             return Ok(did);
         }
         if paused {
