@@ -47,6 +47,8 @@ pub struct Metadata {
     #[serde(deserialize_with = "nullable")]
     pub annotations: BTreeMap<String, String>,
     #[serde(deserialize_with = "nullable")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "nullable")]
     pub owner_references: Vec<OwnerReference>,
 }
 
@@ -57,6 +59,10 @@ impl Metadata {
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.get(key).map(String::as_str)
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).map(String::as_str)
     }
 }
 
@@ -96,138 +102,35 @@ impl ObjectRef {
     }
 }
 
-/// Every object the policy reads, as one view: the union of the paths it reads of each kind.
-/// One view means one decoder in the module (the size budget); no two kinds use one path with
-/// different types, and a path a kind does not have simply stays at its default.
-///
-/// - MachineDeployment, MachineSet: `spec.replicas`, `spec.template.spec.{infrastructureRef,
-///   bootstrap.configRef}`, `status.replicas`;
-/// - KubeadmControlPlane, RKE2ControlPlane: `spec.machineTemplate.infrastructureRef` (v1beta1),
-///   `spec.machineTemplate.spec.infrastructureRef` (v1beta2), `spec.infrastructureRef` (RKE2's
-///   deprecated field);
-/// - ClusterClass: `spec.infrastructure`, `spec.controlPlane`, `spec.workers`;
-/// - Metal3MachineTemplate: `spec.nodeReuse`, `spec.template.spec.automatedCleaningMode`;
-/// - Metal3Machine, Cluster, the template being deleted: metadata.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
+/// Every object the policy reads, as one view: typed metadata (read for every object, so decoded
+/// once and cheaply) and the masked rest as plain JSON, which the catalogue's paths walk
+/// (`references.rs`). The host prunes `spec` and `status` to the field masks, so what is left
+/// is small; a field of an unexpected type is then an error of that one field, never of the
+/// whole list.
+#[derive(Deserialize, Default, Debug, Clone, PartialEq)]
 #[serde(default)]
 pub struct Object {
     #[serde(deserialize_with = "nullable")]
     pub kind: String,
     pub metadata: Metadata,
-    pub spec: Spec,
-    pub status: ReplicaStatus,
+    pub spec: Value,
+    pub status: Value,
 }
 
-/// The kinds' views are the one [`Object`]; the names say what a caller reads.
-pub type MachineSetLike = Object;
-pub type ControlPlane = Object;
-pub type ClusterClass = Object;
-pub type MetadataOnly = Object;
-pub type Metal3MachineTemplate = Object;
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Spec {
-    pub replicas: Option<i64>,
-    /// MachineDeployment / MachineSet machines; Metal3MachineTemplate's machine spec.
-    pub template: MachineTemplateSpec,
-    pub machine_template: ControlPlaneMachineTemplate,
-    /// RKE2ControlPlane v1beta1 only: the deprecated location.
-    pub infrastructure_ref: Option<ObjectRef>,
-    pub infrastructure: TemplateSlot,
-    pub control_plane: ClusterClassControlPlane,
-    pub workers: Workers,
-    /// A plain bool in v1beta1, a pointer in v1beta2: absent means false for CAPM3.
-    pub node_reuse: Option<bool>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct MachineTemplateSpec {
-    pub spec: MachineSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct MachineSpec {
-    pub infrastructure_ref: Option<ObjectRef>,
-    pub bootstrap: Bootstrap,
-    /// Metal3MachineTemplate: `spec.template.spec.automatedCleaningMode`.
-    pub automated_cleaning_mode: Option<String>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Bootstrap {
-    pub config_ref: Option<ObjectRef>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct ReplicaStatus {
-    pub replicas: Option<i64>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ControlPlaneMachineTemplate {
-    /// v1beta1 location.
-    pub infrastructure_ref: Option<ObjectRef>,
-    /// v1beta2 location (`spec.machineTemplate.spec.infrastructureRef`).
-    pub spec: ControlPlaneMachineTemplateSpec,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ControlPlaneMachineTemplateSpec {
-    pub infrastructure_ref: Option<ObjectRef>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ClusterClassControlPlane {
-    /// The control plane's own template: `ref` in v1beta1.
-    #[serde(rename = "ref")]
-    pub reference: Option<ObjectRef>,
-    /// The control plane's own template: `templateRef` in v1beta2.
-    pub template_ref: Option<ObjectRef>,
-    pub machine_infrastructure: TemplateSlot,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Workers {
-    #[serde(deserialize_with = "nullable")]
-    pub machine_deployments: Vec<WorkerClass>,
-    #[serde(deserialize_with = "nullable")]
-    pub machine_pools: Vec<WorkerClass>,
-}
-
-/// A worker class: v1beta1 nests the slots under `template`, v1beta2 does not.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct WorkerClass {
-    #[serde(deserialize_with = "nullable")]
-    pub class: String,
-    pub template: WorkerSlots,
-    pub infrastructure: TemplateSlot,
-    pub bootstrap: TemplateSlot,
-}
-
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default)]
-pub struct WorkerSlots {
-    pub infrastructure: TemplateSlot,
-    pub bootstrap: TemplateSlot,
-}
-
-/// A ClusterClass template slot: `ref` in v1beta1, `templateRef` in v1beta2.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct TemplateSlot {
-    #[serde(rename = "ref")]
-    pub reference: Option<ObjectRef>,
-    pub template_ref: Option<ObjectRef>,
+impl Object {
+    /// The value at a plain dotted path (`spec.replicas`), if any.
+    pub fn at(&self, path: &str) -> Option<&Value> {
+        let (root, rest) = path.split_once('.').unwrap_or((path, ""));
+        let mut value = match root {
+            "spec" => &self.spec,
+            "status" => &self.status,
+            _ => return None,
+        };
+        for key in rest.split('.').filter(|k| !k.is_empty()) {
+            value = value.get(key)?;
+        }
+        (!value.is_null()).then_some(value)
+    }
 }
 
 /// The parts of a validate payload the policy reads: the admission request and the settings.
@@ -326,24 +229,40 @@ impl TemplateRef {
     }
 }
 
+/// The part of a deleted template the rules use: its metadata. Its spec is read only for
+/// Metal3's `spec.nodeReuse`, so a provider's spec that uses one of the catalogue's paths with
+/// another type cannot turn a deletion into a 400 (which would also block namespace deletion).
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct DeletedTemplate {
+    metadata: Metadata,
+}
+
+/// A Metal3MachineTemplate's `spec.nodeReuse`: a plain bool in v1beta1, a pointer in v1beta2;
+/// absent means false for CAPM3. Any other value is read as true, the reading that keeps.
+fn node_reuse(old_object: &Value) -> bool {
+    match old_object.pointer("/spec/nodeReuse") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(reuse)) => *reuse,
+        Some(_) => true,
+    }
+}
+
 impl Template {
-    /// Reads a guarded template from a DELETE request. `name` is the request's name, used when
-    /// the old object has none (items of a deletecollection arrive with an empty request name,
-    /// so the old object's name wins).
-    pub fn from_old_object(
-        group: &str,
-        kind: &str,
+    /// Reads a guarded template from a DELETE request. The old object's name wins over the
+    /// request's (items of a deletecollection arrive with an empty request name), and the
+    /// request's namespace over the old object's.
+    pub fn from_request(
+        request: &AdmissionRequest,
         class: TemplateClass,
-        name: &str,
-        namespace: &str,
-        old_object: &Value,
     ) -> Result<Template, Error> {
+        let old_object = &request.old_object;
         if !old_object.is_object() {
             return Err(Error::NoOldObject);
         }
-        let object: Object =
-            view_of(old_object).map_err(|e| Error::UnreadableOldObject(e.to_string()))?;
-        let meta = object.metadata;
+        let meta = view_of::<DeletedTemplate>(old_object)
+            .map_err(|e| Error::UnreadableOldObject(e.to_string()))?
+            .metadata;
         let mut cluster_owners: Vec<String> = meta
             .owner_references
             .iter()
@@ -356,30 +275,27 @@ impl Template {
             .collect();
         cluster_owners.sort();
         cluster_owners.dedup();
-        let name = if meta.name.is_empty() {
-            name
-        } else {
-            &meta.name
+        let name = match (meta.name.as_str(), request.name.as_str()) {
+            ("", "") => return Err(Error::Unnamed),
+            ("", name) | (name, _) => name,
         };
-        if name.is_empty() {
-            return Err(Error::Unnamed);
-        }
-        let namespace = if namespace.is_empty() {
+        let namespace = if request.namespace.is_empty() {
             &meta.namespace
         } else {
-            namespace
+            &request.namespace
         };
+        let (group, kind) = (&request.kind.group, &request.kind.kind);
         Ok(Template {
             reference: TemplateRef {
-                group: group.to_string(),
-                kind: kind.to_string(),
+                group: group.clone(),
+                kind: kind.clone(),
                 name: name.to_string(),
             },
             class,
-            namespace: namespace.to_string(),
+            namespace: namespace.clone(),
             node_reuse: group == INFRASTRUCTURE_GROUP
                 && kind == catalogue::METAL3_MACHINE_TEMPLATE.kind
-                && object.spec.node_reuse == Some(true),
+                && node_reuse(old_object),
             moving: meta.annotations.contains_key(DELETE_FOR_MOVE),
             cluster_owners,
         })
@@ -396,14 +312,51 @@ mod tests {
         namespace: &str,
         old_object: serde_json::Value,
     ) -> Result<Template, Error> {
-        Template::from_old_object(
-            INFRASTRUCTURE_GROUP,
-            "Metal3MachineTemplate",
-            TemplateClass::Machine,
-            name,
-            namespace,
-            &old_object,
+        template_of_kind("Metal3MachineTemplate", name, namespace, old_object)
+    }
+
+    fn template_of_kind(
+        kind: &str,
+        name: &str,
+        namespace: &str,
+        old_object: serde_json::Value,
+    ) -> Result<Template, Error> {
+        let request = AdmissionRequest {
+            kind: GroupKind {
+                group: INFRASTRUCTURE_GROUP.into(),
+                kind: kind.into(),
+            },
+            name: name.into(),
+            namespace: namespace.into(),
+            operation: "DELETE".into(),
+            object: Value::Null,
+            old_object,
+        };
+        Template::from_request(&request, TemplateClass::Machine)
+    }
+
+    /// Rule 6: only metadata and Metal3's nodeReuse are read. A provider template whose spec
+    /// has one of the referrer paths with another type is still a template that can be checked.
+    #[rstest]
+    #[case::other_provider_odd_spec("OpenStackMachineTemplate", serde_json::json!({"template": {"spec": {"infrastructureRef": "a string"}}, "replicas": "x"}), false)]
+    #[case::metal3_reuse("Metal3MachineTemplate", serde_json::json!({"nodeReuse": true}), true)]
+    #[case::metal3_no_reuse("Metal3MachineTemplate", serde_json::json!({"nodeReuse": false}), false)]
+    #[case::metal3_absent("Metal3MachineTemplate", serde_json::json!({}), false)]
+    #[case::metal3_odd_reads_as_keeping("Metal3MachineTemplate", serde_json::json!({"nodeReuse": "yes"}), true)]
+    #[case::other_kind_reuse_ignored("OpenStackMachineTemplate", serde_json::json!({"nodeReuse": true}), false)]
+    fn only_metadata_and_node_reuse_are_read(
+        #[case] kind: &str,
+        #[case] spec: Value,
+        #[case] reuse: bool,
+    ) {
+        let template = template_of_kind(
+            kind,
+            "t",
+            "ns",
+            serde_json::json!({"metadata": {"name": "t"}, "spec": spec}),
         )
+        .unwrap();
+        assert_eq!(template.node_reuse, reuse);
     }
 
     #[test]

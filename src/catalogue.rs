@@ -1,44 +1,28 @@
 //! What the policy knows about each kind of object, in one place.
 //!
 //! A template class says which DELETE requests are guarded; a referrer kind says how to read the
-//! objects that can keep a template (group, version setting, field masks, whether its provider
-//! may be absent) and which template classes it can keep. Routing, the lookups, the messages'
-//! advice and the metadata checks all derive from these tables: adding a provider's template
-//! suffix or a referrer kind is one entry here (plus its plural in the rules of metadata.yml).
+//! objects that can keep a template: its group, the versions the policy can read it at, the fields
+//! that name a template (one path each), the other fields it reads, and what it keeps when. Field
+//! masks, the lookups, the extraction of references, the messages' advice and the metadata checks
+//! all derive from these tables: a referrer field is written once, here.
+
+use std::collections::BTreeSet;
 
 pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
 pub const CONTROL_PLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
 pub const INFRASTRUCTURE_GROUP: &str = "infrastructure.cluster.x-k8s.io";
 pub const BOOTSTRAP_GROUP: &str = "bootstrap.cluster.x-k8s.io";
+/// etcdadm's external etcd cluster (cluster-api-provider-etcdadm).
+pub const ETCD_GROUP: &str = "etcdcluster.cluster.x-k8s.io";
 
-/// The served API versions the policy can read Cluster API objects at, newest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Version {
-    V1beta2,
-    V1beta1,
-}
+/// Cluster API's two API versions: the ones a version setting can pin.
+pub const V1BETA2: &str = "v1beta2";
+pub const V1BETA1: &str = "v1beta1";
+/// Cluster API and the providers that follow its releases: v1beta2 (stored since CAPI 1.11,
+/// CAPM3 1.13, CAPRKE2 0.22) and the deprecated v1beta1.
+const CAPI_VERSIONS: &[&str] = &[V1BETA2, V1BETA1];
 
-impl Version {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Version::V1beta2 => "v1beta2",
-            Version::V1beta1 => "v1beta1",
-        }
-    }
-
-    pub fn other(self) -> Version {
-        match self {
-            Version::V1beta2 => Version::V1beta1,
-            Version::V1beta1 => Version::V1beta2,
-        }
-    }
-}
-
-/// Every version a kind may be read at; metadata.yml lists each kind at all of them.
-#[cfg(test)]
-pub const VERSIONS: [Version; 2] = [Version::V1beta2, Version::V1beta1];
-
-/// The setting that chooses the version a kind is read at.
+/// The setting that pins the version a kind is read at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum VersionSetting {
     Capi,
@@ -63,24 +47,26 @@ impl VersionSetting {
     }
 }
 
-/// A kind the policy reads. Kinds of one provider are served at the same versions, so the
-/// version found for one of them is tried first for the others.
+/// A kind the policy reads.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Resource {
     pub kind: &'static str,
-    /// The resource name that RBAC rules and webhook rules use.
+    /// The resource name that RBAC rules and webhook rules use (the CRD's `spec.names.plural`).
     pub plural: &'static str,
     pub group: &'static str,
-    pub provider: &'static str,
-    pub setting: VersionSetting,
-    /// Field masks: the host keeps metadata plus these paths and nothing else. A mask naming
-    /// only `metadata.name` drops the whole spec and status.
-    pub masks: &'static [&'static str],
+    /// The versions the policy can read, newest first. It reads the newest one the cluster's CRD
+    /// serves; metadata.yml grants each kind at each of them.
+    pub versions: &'static [&'static str],
+    /// The setting that can pin the version, for kinds read at v1beta2 and v1beta1.
+    pub setting: Option<VersionSetting>,
+    /// Every field the policy reads besides the referrer fields, metadata included. The field
+    /// masks are these plus the referrer fields: the host keeps nothing else.
+    pub reads: &'static [&'static str],
 }
 
 impl Resource {
-    pub fn api_version(&self, version: Version) -> String {
-        format!("{}/{}", self.group, version.as_str())
+    pub fn api_version(&self, version: &str) -> String {
+        format!("{}/{version}", self.group)
     }
 }
 
@@ -98,6 +84,8 @@ pub enum TemplateClass {
     ControlPlane,
     /// Bootstrap `*ConfigTemplate`.
     Bootstrap,
+    /// Infrastructure `*RemediationTemplate`, named by health checks.
+    Remediation,
 }
 
 /// Which groups a guarded suffix applies in.
@@ -133,40 +121,52 @@ pub struct GuardedSuffix {
     pub class: TemplateClass,
 }
 
+const fn guarded(groups: Groups, suffix: &'static str, class: TemplateClass) -> GuardedSuffix {
+    GuardedSuffix {
+        groups,
+        suffix,
+        class,
+    }
+}
+
 /// The guarded templates: DELETE of a kind matching one of these is checked, every other request
-/// is accepted without a lookup. Order matters only for readability: no suffix is a suffix of
-/// another in the same groups.
-pub const GUARDED: [GuardedSuffix; 6] = [
-    GuardedSuffix {
-        groups: Groups::Infrastructure,
-        suffix: "MachineTemplate",
-        class: TemplateClass::Machine,
-    },
-    GuardedSuffix {
-        groups: Groups::Infrastructure,
-        suffix: "MachinePoolTemplate",
-        class: TemplateClass::MachinePool,
-    },
-    GuardedSuffix {
-        groups: Groups::Infrastructure,
-        suffix: "ClusterTemplate",
-        class: TemplateClass::Cluster,
-    },
-    GuardedSuffix {
-        groups: Groups::Infrastructure,
-        suffix: "ControlPlaneTemplate",
-        class: TemplateClass::ControlPlane,
-    },
-    GuardedSuffix {
-        groups: Groups::Bootstrap,
-        suffix: "ConfigTemplate",
-        class: TemplateClass::Bootstrap,
-    },
-    GuardedSuffix {
-        groups: Groups::ControlPlane,
-        suffix: "ControlPlaneTemplate",
-        class: TemplateClass::ControlPlane,
-    },
+/// is accepted without a lookup. No suffix is a suffix of another in the same groups.
+pub const GUARDED: [GuardedSuffix; 7] = [
+    guarded(
+        Groups::Infrastructure,
+        "MachineTemplate",
+        TemplateClass::Machine,
+    ),
+    guarded(
+        Groups::Infrastructure,
+        "MachinePoolTemplate",
+        TemplateClass::MachinePool,
+    ),
+    guarded(
+        Groups::Infrastructure,
+        "ClusterTemplate",
+        TemplateClass::Cluster,
+    ),
+    guarded(
+        Groups::Infrastructure,
+        "ControlPlaneTemplate",
+        TemplateClass::ControlPlane,
+    ),
+    guarded(
+        Groups::Infrastructure,
+        "RemediationTemplate",
+        TemplateClass::Remediation,
+    ),
+    guarded(
+        Groups::Bootstrap,
+        "ConfigTemplate",
+        TemplateClass::Bootstrap,
+    ),
+    guarded(
+        Groups::ControlPlane,
+        "ControlPlaneTemplate",
+        TemplateClass::ControlPlane,
+    ),
 ];
 
 /// The class of a guarded template kind; `None` for every kind the policy does not guard. A
@@ -187,24 +187,21 @@ pub fn template_class_of_plural(group: &str, plural: &str) -> Option<TemplateCla
     GUARDED
         .iter()
         .find(|g| {
-            let suffix = format!("{}s", g.suffix.to_lowercase());
+            let suffix = plural_of(g.suffix).to_ascii_lowercase();
             g.groups.contains(group) && plural.len() > suffix.len() && plural.ends_with(&suffix)
         })
         .map(|g| g.class)
 }
 
-/// How a referrer's objects are read: which typed view, hence which fields can name a template.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// MachineDeployment, MachineSet: `spec.template.spec.{infrastructureRef,bootstrap.configRef}`.
-    MachineSetLike,
-    /// KubeadmControlPlane, RKE2ControlPlane: the machine template reference in each place it
-    /// has lived.
-    ControlPlane,
-    /// ClusterClass: infrastructure, control plane, machine infrastructure and worker classes.
-    ClusterClass,
-    /// Metal3Machine: the cloned-from annotations.
-    ClonedFrom,
+/// The project's one pluralizer: a kind plus "s" ("es" after "ss"), as messages write it
+/// ("ClusterClasses"). In lower case it is the resource plural of every kind the catalogue holds
+/// (a test checks them), as Kubernetes derives it for a CRD that names none.
+pub fn plural_of(kind: &str) -> String {
+    if kind.ends_with("ss") {
+        format!("{kind}es")
+    } else {
+        format!("{kind}s")
+    }
 }
 
 /// What the rejection advises when a referrer of this kind keeps a template.
@@ -212,24 +209,42 @@ pub enum Shape {
 pub enum Advice {
     Rollout,
     ClusterClass,
+    HealthCheck,
     NodeReuse,
+}
+
+/// What a referrer that is being deleted still keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhileDeleting {
+    /// Nothing: its deletion may wait for its templates to go (the topology controller deletes a
+    /// MachineSet's or MachineDeployment's templates before it drops its finalizer).
+    KeepsNothing,
+    /// What it names, until it is gone: nothing waits for the template to be deleted.
+    Keeps,
+    /// A MachineSet: a `nodeReuse: true` Metal3MachineTemplate while it still has machines.
+    KeepsNodeReuseWhileItHasMachines,
 }
 
 /// A kind of object that can keep a template.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReferrerKind {
     pub resource: Resource,
-    pub shape: Shape,
+    /// The fields that name a template, one path each. `name[key]` is a list whose items are told
+    /// apart by their `key` field. The field masks and the extraction both come from these.
+    pub fields: &'static [&'static str],
+    /// Names its template through the cloned-from annotations instead of fields.
+    pub cloned_from: bool,
+    /// Creates machines itself, so it is a new machine's owner at creation (the mutation's
+    /// fallback when the cloned-from annotations are missing).
+    pub creates_machines: bool,
     /// The template classes its fields can name.
     pub keeps: &'static [TemplateClass],
-    /// Its provider may legitimately be absent: not served at any version counts as none.
-    pub optional: bool,
     /// Keeps a template only when the template sets `spec.nodeReuse: true` (CAPM3 reads nothing
     /// else of it when the machine is deleted).
     pub only_node_reuse: bool,
-    /// Still keeps a template while being deleted. Only for referrers whose deletion never waits
-    /// for the template, so counting them only delays.
-    pub counts_while_deleting: bool,
+    pub while_deleting: WhileDeleting,
+    /// Still keeps its template while its Cluster is being deleted or gone (row 6 skips it).
+    pub kept_through_cluster_deletion: bool,
     /// A MachineSet scaled to zero with no machines left keeps nothing (unless
     /// `countScaledDownMachineSets`).
     pub scaled_down_keeps_nothing: bool,
@@ -241,162 +256,429 @@ impl ReferrerKind {
         self.resource.kind
     }
 
+    /// Whether listing this kind can find something that keeps a template of `class`.
     pub fn can_keep(&self, class: TemplateClass, node_reuse: bool) -> bool {
         self.keeps.contains(&class) && (node_reuse || !self.only_node_reuse)
     }
+
+    /// The field masks a list of this kind sends: what it reads and the plain paths of its
+    /// fields, each list's item key included, sorted.
+    pub fn masks(&self) -> BTreeSet<String> {
+        let mut masks = masks_of(&self.resource);
+        for field in self.fields {
+            let mut plain = String::new();
+            for segment in field.split('.') {
+                let (name, key) = split_key(segment);
+                if !plain.is_empty() {
+                    plain.push('.');
+                }
+                plain.push_str(name);
+                if let Some(key) = key {
+                    masks.insert(format!("{plain}.{key}"));
+                }
+            }
+            masks.insert(plain);
+        }
+        masks
+    }
 }
 
-const CAPI: &str = "cluster-api";
+/// The field masks of a kind read for its own fields only.
+pub fn masks_of(resource: &Resource) -> BTreeSet<String> {
+    resource.reads.iter().map(|r| r.to_string()).collect()
+}
 
-const fn capi(
+/// `machineDeployments[class]` -> (`machineDeployments`, Some(`class`)).
+pub fn split_key(segment: &str) -> (&str, Option<&str>) {
+    match segment.strip_suffix(']').and_then(|s| s.split_once('[')) {
+        Some((name, key)) => (name, Some(key)),
+        None => (segment, None),
+    }
+}
+
+/// What every referrer reads of its metadata: its name, whether it is being deleted and the
+/// `cluster.x-k8s.io/cluster-name` label (the Cluster it belongs to, for row 6).
+const META: [&str; 3] = [
+    "metadata.deletionTimestamp",
+    "metadata.labels",
+    "metadata.name",
+];
+
+const fn resource(
     kind: &'static str,
     plural: &'static str,
-    masks: &'static [&'static str],
+    group: &'static str,
+    versions: &'static [&'static str],
+    setting: Option<VersionSetting>,
+    reads: &'static [&'static str],
 ) -> Resource {
     Resource {
         kind,
         plural,
-        group: CAPI_GROUP,
-        provider: CAPI,
-        setting: VersionSetting::Capi,
-        masks,
+        group,
+        versions,
+        setting,
+        reads,
     }
 }
 
-const fn control_plane(kind: &'static str, plural: &'static str) -> ReferrerKind {
+/// A control plane: keeps its current machine template until it is gone, also while it and its
+/// Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5 hangs in deletion without it
+/// (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
+/// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same (cluster-api-provider-rke2 issue 1004,
+/// PR 1007). Nothing waits for a control plane's template to be deleted, so keeping it cannot
+/// deadlock; the garbage collector deletes it once the Cluster is gone.
+const fn control_plane(
+    kind: &'static str,
+    plural: &'static str,
+    group: &'static str,
+    versions: &'static [&'static str],
+    setting: Option<VersionSetting>,
+    fields: &'static [&'static str],
+) -> ReferrerKind {
     ReferrerKind {
-        resource: Resource {
-            kind,
-            plural,
-            group: CONTROL_PLANE_GROUP,
-            // Each control-plane provider ships on its own release line.
-            provider: kind,
-            setting: VersionSetting::ControlPlane,
-            masks: &[
-                "spec.infrastructureRef",
-                "spec.machineTemplate.infrastructureRef",
-                "spec.machineTemplate.spec.infrastructureRef",
-            ],
-        },
-        shape: Shape::ControlPlane,
+        resource: resource(kind, plural, group, versions, setting, &META),
+        fields,
+        cloned_from: false,
+        creates_machines: true,
         keeps: &[TemplateClass::Machine],
-        optional: true,
         only_node_reuse: false,
-        counts_while_deleting: false,
+        while_deleting: WhileDeleting::Keeps,
+        kept_through_cluster_deletion: true,
         scaled_down_keeps_nothing: false,
         advice: Advice::Rollout,
     }
 }
 
+/// MachineDeployment, MachineSet: the templates of their machines.
+const MACHINE_SET_FIELDS: &[&str] = &[
+    "spec.template.spec.bootstrap.configRef",
+    "spec.template.spec.infrastructureRef",
+];
+
 /// Every referrer kind, in the order lookups run and messages list them.
-pub static REFERRERS: [ReferrerKind; 6] = [
+pub static REFERRERS: [ReferrerKind; 15] = [
     ReferrerKind {
-        resource: capi(
+        resource: resource(
             "MachineDeployment",
             "machinedeployments",
+            CAPI_GROUP,
+            CAPI_VERSIONS,
+            Some(VersionSetting::Capi),
             &[
-                "spec.template.spec.bootstrap.configRef",
-                "spec.template.spec.infrastructureRef",
+                "metadata.deletionTimestamp",
+                "metadata.labels",
+                "metadata.name",
+                "spec.clusterName",
             ],
         ),
-        shape: Shape::MachineSetLike,
+        fields: MACHINE_SET_FIELDS,
+        cloned_from: false,
+        creates_machines: false,
         keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
-        optional: false,
         only_node_reuse: false,
-        counts_while_deleting: false,
+        while_deleting: WhileDeleting::KeepsNothing,
+        kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
         advice: Advice::Rollout,
     },
+    // A MachineSet being deleted keeps its finalizer until its machines are gone, and CAPM3 >= 1.13
+    // reads node reuse from the owning MachineSet's infrastructureRef when it deletes a
+    // Metal3Machine (cluster-api-provider-metal3 PR 3168, `baremetal/metal3machine_manager.go`).
+    // CAPI refreshes `status.replicas` while the MachineSet is being deleted.
     ReferrerKind {
-        resource: capi(
+        resource: resource(
             "MachineSet",
             "machinesets",
+            CAPI_GROUP,
+            CAPI_VERSIONS,
+            Some(VersionSetting::Capi),
             &[
+                "metadata.deletionTimestamp",
+                "metadata.labels",
+                "metadata.name",
+                "spec.clusterName",
                 "spec.replicas",
-                "spec.template.spec.bootstrap.configRef",
-                "spec.template.spec.infrastructureRef",
                 "status.replicas",
             ],
         ),
-        shape: Shape::MachineSetLike,
+        fields: MACHINE_SET_FIELDS,
+        cloned_from: false,
+        creates_machines: true,
         keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
-        optional: false,
         only_node_reuse: false,
-        counts_while_deleting: false,
+        while_deleting: WhileDeleting::KeepsNodeReuseWhileItHasMachines,
+        kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: true,
         advice: Advice::Rollout,
     },
-    control_plane("KubeadmControlPlane", "kubeadmcontrolplanes"),
-    control_plane("RKE2ControlPlane", "rke2controlplanes"),
+    control_plane(
+        "KubeadmControlPlane",
+        "kubeadmcontrolplanes",
+        CONTROL_PLANE_GROUP,
+        CAPI_VERSIONS,
+        Some(VersionSetting::ControlPlane),
+        &[
+            "spec.machineTemplate.infrastructureRef",
+            "spec.machineTemplate.spec.infrastructureRef",
+        ],
+    ),
+    // v1beta1 still has the deprecated `spec.infrastructureRef`: both are checked.
+    control_plane(
+        "RKE2ControlPlane",
+        "rke2controlplanes",
+        CONTROL_PLANE_GROUP,
+        CAPI_VERSIONS,
+        Some(VersionSetting::ControlPlane),
+        &[
+            "spec.infrastructureRef",
+            "spec.machineTemplate.infrastructureRef",
+            "spec.machineTemplate.spec.infrastructureRef",
+        ],
+    ),
+    control_plane(
+        "TalosControlPlane",
+        "taloscontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &["v1alpha3"],
+        None,
+        &["spec.infrastructureTemplate"],
+    ),
+    control_plane(
+        "MicroK8sControlPlane",
+        "microk8scontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &[V1BETA1],
+        None,
+        &["spec.machineTemplate.infrastructureTemplate"],
+    ),
+    control_plane(
+        "CK8sControlPlane",
+        "ck8scontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &[V1BETA2, V1BETA1],
+        None,
+        &["spec.machineTemplate.infrastructureTemplate"],
+    ),
+    control_plane(
+        "K0sControlPlane",
+        "k0scontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &[V1BETA2, V1BETA1],
+        None,
+        &[
+            "spec.machineTemplate.infrastructureRef",
+            "spec.machineTemplate.spec.infrastructureRef",
+        ],
+    ),
+    control_plane(
+        "KThreesControlPlane",
+        "kthreescontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &[V1BETA2, V1BETA1],
+        None,
+        &[
+            "spec.machineTemplate.infrastructureRef",
+            "spec.machineTemplate.spec.infrastructureRef",
+        ],
+    ),
+    control_plane(
+        "OCNEControlPlane",
+        "ocnecontrolplanes",
+        CONTROL_PLANE_GROUP,
+        &["v1alpha1"],
+        None,
+        &["spec.machineTemplate.infrastructureRef"],
+    ),
+    control_plane(
+        "EtcdadmCluster",
+        "etcdadmclusters",
+        ETCD_GROUP,
+        &[V1BETA1],
+        None,
+        &["spec.infrastructureTemplate"],
+    ),
     ReferrerKind {
-        resource: capi(
+        resource: resource(
             "ClusterClass",
             "clusterclasses",
-            &[
-                "spec.controlPlane.machineInfrastructure",
-                "spec.controlPlane.ref",
-                "spec.controlPlane.templateRef",
-                "spec.infrastructure",
-                "spec.workers",
-            ],
+            CAPI_GROUP,
+            CAPI_VERSIONS,
+            Some(VersionSetting::Capi),
+            &META,
         ),
-        shape: Shape::ClusterClass,
+        // v1beta1 `ref` and `machineHealthCheck`, v1beta2 `templateRef` and `healthCheck`.
+        fields: &[
+            "spec.controlPlane.healthCheck.remediation.templateRef",
+            "spec.controlPlane.machineHealthCheck.remediationTemplate",
+            "spec.controlPlane.machineInfrastructure.ref",
+            "spec.controlPlane.machineInfrastructure.templateRef",
+            "spec.controlPlane.ref",
+            "spec.controlPlane.templateRef",
+            "spec.infrastructure.ref",
+            "spec.infrastructure.templateRef",
+            "spec.workers.machineDeployments[class].bootstrap.templateRef",
+            "spec.workers.machineDeployments[class].healthCheck.remediation.templateRef",
+            "spec.workers.machineDeployments[class].infrastructure.templateRef",
+            "spec.workers.machineDeployments[class].machineHealthCheck.remediationTemplate",
+            "spec.workers.machineDeployments[class].template.bootstrap.ref",
+            "spec.workers.machineDeployments[class].template.infrastructure.ref",
+            "spec.workers.machinePools[class].bootstrap.templateRef",
+            "spec.workers.machinePools[class].infrastructure.templateRef",
+            "spec.workers.machinePools[class].template.bootstrap.ref",
+            "spec.workers.machinePools[class].template.infrastructure.ref",
+        ],
+        cloned_from: false,
+        creates_machines: false,
         keeps: &[
             TemplateClass::Machine,
             TemplateClass::MachinePool,
             TemplateClass::Cluster,
             TemplateClass::ControlPlane,
             TemplateClass::Bootstrap,
+            TemplateClass::Remediation,
         ],
-        optional: false,
         only_node_reuse: false,
-        counts_while_deleting: false,
+        while_deleting: WhileDeleting::KeepsNothing,
+        kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
         advice: Advice::ClusterClass,
     },
+    // Without its remediation template the MachineHealthCheck controller stops remediating every
+    // unhealthy machine of the check (cluster-api `internal/controllers/machinehealthcheck/
+    // machinehealthcheck_controller.go`, patchUnhealthyTargets).
+    ReferrerKind {
+        resource: resource(
+            "MachineHealthCheck",
+            "machinehealthchecks",
+            CAPI_GROUP,
+            CAPI_VERSIONS,
+            Some(VersionSetting::Capi),
+            &[
+                "metadata.deletionTimestamp",
+                "metadata.labels",
+                "metadata.name",
+                "spec.clusterName",
+            ],
+        ),
+        fields: &["spec.remediation.templateRef", "spec.remediationTemplate"],
+        cloned_from: false,
+        creates_machines: false,
+        keeps: &[TemplateClass::Remediation],
+        only_node_reuse: false,
+        while_deleting: WhileDeleting::KeepsNothing,
+        kept_through_cluster_deletion: false,
+        scaled_down_keeps_nothing: false,
+        advice: Advice::HealthCheck,
+    },
+    // A Cluster's topology overrides its class's health checks; the topology controller resolves
+    // their templates in the Cluster's namespace.
+    ReferrerKind {
+        resource: CLUSTER,
+        fields: &[
+            "spec.topology.controlPlane.healthCheck.remediation.templateRef",
+            "spec.topology.controlPlane.machineHealthCheck.remediationTemplate",
+            "spec.topology.workers.machineDeployments[name].healthCheck.remediation.templateRef",
+            "spec.topology.workers.machineDeployments[name].machineHealthCheck.remediationTemplate",
+        ],
+        cloned_from: false,
+        creates_machines: false,
+        keeps: &[TemplateClass::Remediation],
+        only_node_reuse: false,
+        while_deleting: WhileDeleting::KeepsNothing,
+        kept_through_cluster_deletion: false,
+        scaled_down_keeps_nothing: false,
+        advice: Advice::HealthCheck,
+    },
+    // CAPM3 <= 1.12 reads node reuse from the template named by the machine's cloned-from
+    // annotation when it deletes the machine; the machine's deletion never waits for the template.
     ReferrerKind {
         resource: METAL3_MACHINE,
-        shape: Shape::ClonedFrom,
+        fields: &[],
+        cloned_from: true,
+        creates_machines: false,
         keeps: &[TemplateClass::Machine],
-        optional: false,
         only_node_reuse: true,
-        counts_while_deleting: true,
+        while_deleting: WhileDeleting::Keeps,
+        kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
         advice: Advice::NodeReuse,
     },
 ];
 
-/// Metal3Machines: only their annotations matter.
-pub const METAL3_MACHINE: Resource = Resource {
-    kind: "Metal3Machine",
-    plural: "metal3machines",
-    group: INFRASTRUCTURE_GROUP,
-    provider: "metal3",
-    setting: VersionSetting::Metal3,
-    masks: &["metadata.name"],
-};
+/// Metal3Machines: only their metadata matters (the cloned-from annotations).
+pub const METAL3_MACHINE: Resource = resource(
+    "Metal3Machine",
+    "metal3machines",
+    INFRASTRUCTURE_GROUP,
+    CAPI_VERSIONS,
+    Some(VersionSetting::Metal3),
+    &[
+        "metadata.annotations",
+        "metadata.deletionTimestamp",
+        "metadata.labels",
+        "metadata.name",
+    ],
+);
 
 /// The template a new Metal3Machine is cloned from, read by the mutation.
-pub const METAL3_MACHINE_TEMPLATE: Resource = Resource {
-    kind: "Metal3MachineTemplate",
-    plural: "metal3machinetemplates",
-    group: INFRASTRUCTURE_GROUP,
-    provider: "metal3",
-    setting: VersionSetting::Metal3,
-    masks: &["spec.nodeReuse", "spec.template.spec.automatedCleaningMode"],
-};
+pub const METAL3_MACHINE_TEMPLATE: Resource = resource(
+    "Metal3MachineTemplate",
+    "metal3machinetemplates",
+    INFRASTRUCTURE_GROUP,
+    CAPI_VERSIONS,
+    Some(VersionSetting::Metal3),
+    &[
+        "metadata.name",
+        "spec.nodeReuse",
+        "spec.template.spec.automatedCleaningMode",
+    ],
+);
 
-/// The owning Clusters of a template (release row 6): only whether they are being deleted.
-pub const CLUSTER: Resource = capi("Cluster", "clusters", &["metadata.name"]);
+/// Clusters: listed for their topology's health checks, read by name for row 6.
+pub const CLUSTER: Resource = resource(
+    "Cluster",
+    "clusters",
+    CAPI_GROUP,
+    CAPI_VERSIONS,
+    Some(VersionSetting::Capi),
+    &META,
+);
 
-/// Every kind the policy reads, each at every version in [`VERSIONS`]: what metadata.yml's
+/// The cluster's CRDs: which kinds are installed and at which versions they are served. Listed
+/// once per request, cluster-wide.
+pub const CRD: Resource = resource(
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    "apiextensions.k8s.io",
+    &["v1"],
+    None,
+    &[
+        "metadata.name",
+        "spec.group",
+        "spec.names.kind",
+        "spec.names.plural",
+        "spec.versions.name",
+        "spec.versions.served",
+    ],
+);
+
+/// Where the Cluster referrer sits in [`REFERRERS`] (a test checks it).
+const CLUSTER_REFERRER: usize = 13;
+
+/// The Cluster referrer kind, whose masks the row 6 reads share (one cache in the policy server).
+pub fn cluster_kind() -> &'static ReferrerKind {
+    &REFERRERS[CLUSTER_REFERRER]
+}
+
+/// Every kind the policy reads, each at each of its versions: what metadata.yml's
 /// `contextAwareResources` and the RBAC example must grant.
 #[cfg(test)]
 pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
     REFERRERS
         .iter()
         .map(|r| &r.resource)
-        .chain([&CLUSTER, &METAL3_MACHINE_TEMPLATE])
+        .chain([&METAL3_MACHINE_TEMPLATE, &CRD])
 }
 
 #[cfg(test)]
@@ -424,7 +706,12 @@ mod tests {
     #[case::talos_config(BOOTSTRAP_GROUP, "TalosConfigTemplate", Some(Bootstrap))]
     #[case::kubeadm_config(BOOTSTRAP_GROUP, "KubeadmConfigTemplate", Some(Bootstrap))]
     #[case::metal3_machine_not_a_template(INFRASTRUCTURE_GROUP, "Metal3Machine", None)]
-    #[case::remediation_template(INFRASTRUCTURE_GROUP, "Metal3RemediationTemplate", None)]
+    #[case::remediation_template(
+        INFRASTRUCTURE_GROUP,
+        "Metal3RemediationTemplate",
+        Some(Remediation)
+    )]
+    #[case::remediation_template_in_bootstrap(BOOTSTRAP_GROUP, "FooRemediationTemplate", None)]
     #[case::data_template(INFRASTRUCTURE_GROUP, "Metal3DataTemplate", None)]
     #[case::config_not_template(BOOTSTRAP_GROUP, "KubeadmConfig", None)]
     #[case::machine_template_in_bootstrap(BOOTSTRAP_GROUP, "FooMachineTemplate", None)]
@@ -491,9 +778,13 @@ mod tests {
     fn catalogue_json_is_in_sync() {
         let mut kinds = serde_json::Map::new();
         for resource in resources_read() {
+            let masks = match REFERRERS.iter().find(|r| r.resource == *resource) {
+                Some(referrer) => referrer.masks(),
+                None => masks_of(resource),
+            };
             kinds.insert(
                 resource.kind.to_string(),
-                serde_json::json!({"group": resource.group, "plural": resource.plural, "masks": resource.masks}),
+                serde_json::json!({"group": resource.group, "plural": resource.plural, "versions": resource.versions, "masks": masks}),
             );
         }
         let text = format!(
@@ -654,26 +945,32 @@ mod tests {
             .collect();
         let read: std::collections::BTreeSet<(String, String)> = resources_read()
             .flat_map(|r| {
-                VERSIONS
+                r.versions
                     .iter()
-                    .map(move |v| (r.api_version(*v), r.kind.to_string()))
+                    .map(move |v| (r.api_version(v), r.kind.to_string()))
             })
             .collect();
         assert_eq!(listed, read);
-        let settings: Vec<&str> = resources_read().map(|r| r.setting.name()).collect();
+        let settings: Vec<&str> = resources_read()
+            .filter_map(|r| r.setting.map(|s| s.name()))
+            .collect();
         for setting in VersionSetting::ALL {
             assert!(settings.contains(&setting.name()));
-            assert!(crate::settings::KNOWN.contains(&setting.name()));
+            assert!(crate::settings::known_names().any(|n| n == setting.name()));
         }
     }
 
     #[test]
-    fn masks_are_sorted_and_unique() {
-        for resource in resources_read() {
-            let mut sorted = resource.masks.to_vec();
+    fn reads_and_fields_are_sorted_and_unique() {
+        let lists = resources_read()
+            .map(|r| (r.kind, r.reads))
+            .chain(REFERRERS.iter().map(|r| (r.kind(), r.fields)));
+        for (kind, list) in lists {
+            let mut sorted = list.to_vec();
             sorted.sort_unstable();
             sorted.dedup();
-            assert_eq!(sorted, resource.masks, "{}", resource.kind);
+            assert_eq!(sorted, list, "{kind}");
         }
+        assert_eq!(cluster_kind().resource, CLUSTER);
     }
 }

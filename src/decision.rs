@@ -1,32 +1,19 @@
-//! The deletion decision: one pure function over the template, the settings and a typed
-//! [`Lookups`] trait. The rows run in the order of the README's table; nothing else decides.
+//! The deletion decision: one pure function over the template, the settings and the
+//! [`Lookups`] trait. The rows run in the order of the decision table in docs/design.md; nothing
+//! else decides.
 
 use std::collections::BTreeMap;
 
 use crate::capi::Template;
-use crate::catalogue::{ReferrerKind, REFERRERS};
-use crate::error::{Failure, LookupError};
+use crate::catalogue::{ReferrerKind, WhileDeleting, REFERRERS};
+use crate::error::LookupError;
+use crate::lookups::{ClusterState, Lookups};
 use crate::references::Candidate;
 use crate::settings::Settings;
 
-/// What the decision needs to know of the cluster. `lookups.rs` answers it from the host; tests
-/// answer it from memory.
-pub trait Lookups {
-    /// The objects of `kind` in the template's namespace. A kind served at no version fails with
-    /// [`Failure::NotServed`].
-    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError>;
-
-    /// The state of the Cluster `name` in the template's namespace.
-    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError>;
-}
-
-/// What is known of one owning Cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClusterState {
-    Live,
-    Deleting,
-    Gone,
-}
+/// Row 6 reads each owning Cluster (one host call each): beyond this many owners it does not
+/// apply, and the template is kept while its referrers exist.
+pub const MAX_CLUSTER_OWNERS: usize = 16;
 
 /// An object that still needs the template, and the fields that name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +21,8 @@ pub struct Referrer {
     pub kind: &'static ReferrerKind,
     pub name: String,
     pub fields: Vec<String>,
+    /// The Cluster it belongs to, if it says.
+    pub cluster: Option<String>,
 }
 
 /// Why a template may go.
@@ -43,7 +32,8 @@ pub enum Release {
     Moving,
     /// Nothing keeps it.
     Unused,
-    /// Row 6: every owning Cluster is being deleted or gone.
+    /// Row 6: every owning Cluster is being deleted or gone, and only their own objects (that
+    /// may let it go) still refer to it.
     ClusterDeleted,
 }
 
@@ -70,10 +60,19 @@ pub fn decide(
         return Ok(Decision::Release(Release::Unused));
     }
     // Row 6, read only when something still refers to the template.
-    if every_owning_cluster_is_going(template, lookups)? {
-        return Ok(Decision::Release(Release::ClusterDeleted));
+    let going = owning_clusters_going(template, lookups)?;
+    if going.is_empty() {
+        return Ok(Decision::Keep(referrers));
     }
-    Ok(Decision::Keep(referrers))
+    let kept: Vec<Referrer> = referrers
+        .into_iter()
+        .filter(|r| !released_with_its_cluster(r, &going))
+        .collect();
+    Ok(if kept.is_empty() {
+        Decision::Release(Release::ClusterDeleted)
+    } else {
+        Decision::Keep(kept)
+    })
 }
 
 /// Rows 1 to 4: every object of a kind that can keep the template and whose fields name it. Every
@@ -88,58 +87,84 @@ fn referrers_keeping(
         .iter()
         .filter(|kind| kind.can_keep(template.class, template.node_reuse))
     {
-        let candidates = match lookups.referrers(kind) {
-            Ok(candidates) => candidates,
-            // An optional provider that is not installed keeps nothing.
-            Err(error) if error.failure == Failure::NotServed && kind.optional => continue,
-            Err(error) => return Err(error),
-        };
-        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let candidates = lookups.referrers(kind)?;
+        let mut by_name: BTreeMap<String, (Vec<String>, Option<String>)> = BTreeMap::new();
         for candidate in candidates
             .iter()
-            .filter(|c| counts(kind, c, settings.count_scaled_down_machine_sets))
+            .filter(|c| counts(kind, c, template.node_reuse, settings))
         {
             for named in &candidate.named {
                 if template.reference.is_named_by(&named.reference) {
-                    by_name
+                    let entry = by_name
                         .entry(candidate.name.clone())
-                        .or_default()
-                        .push(named.field.clone());
+                        .or_insert_with(|| (vec![], candidate.cluster.clone()));
+                    entry.0.push(named.field.clone());
                 }
             }
         }
-        found.extend(by_name.into_iter().map(|(name, mut fields)| {
+        found.extend(by_name.into_iter().map(|(name, (mut fields, cluster))| {
             fields.sort();
             fields.dedup();
-            Referrer { kind, name, fields }
+            Referrer {
+                kind,
+                name,
+                fields,
+                cluster,
+            }
         }));
     }
     Ok(found)
 }
 
-/// Whether a listed object can keep anything. Referrers being deleted never count (the topology
-/// controller deletes a MachineSet's templates before it lets the MachineSet go), except kinds
-/// whose deletion never waits for the template. A scaled-down MachineSet keeps nothing unless
-/// `countScaledDownMachineSets` is set.
-fn counts(kind: &ReferrerKind, candidate: &Candidate, count_scaled_down: bool) -> bool {
-    (!candidate.deleting || kind.counts_while_deleting)
-        && !(kind.scaled_down_keeps_nothing && candidate.scaled_down && !count_scaled_down)
+/// Whether a listed object can keep anything.
+///
+/// - Being deleted, it keeps only what its kind keeps while deleting (see [`WhileDeleting`]):
+///   the topology controller deletes a MachineSet's templates before it lets the MachineSet go,
+///   so counting those would deadlock; a control plane needs its template until it is gone.
+/// - A scaled-down MachineSet keeps nothing unless `countScaledDownMachineSets` is set.
+fn counts(
+    kind: &ReferrerKind,
+    candidate: &Candidate,
+    node_reuse: bool,
+    settings: &Settings,
+) -> bool {
+    let while_deleting = match kind.while_deleting {
+        WhileDeleting::KeepsNothing => false,
+        WhileDeleting::Keeps => true,
+        WhileDeleting::KeepsNodeReuseWhileItHasMachines => node_reuse && candidate.has_machines(),
+    };
+    (!candidate.deleting || while_deleting)
+        && !(kind.scaled_down_keeps_nothing
+            && candidate.scaled_down()
+            && !settings.count_scaled_down_machine_sets)
 }
 
-/// Row 6: the template has owning Clusters and every one is being deleted or gone.
-fn every_owning_cluster_is_going(
+/// Row 6: the owning Clusters, when there are 1 to [`MAX_CLUSTER_OWNERS`] of them and every
+/// one is being deleted or gone; otherwise none.
+fn owning_clusters_going(
     template: &Template,
     lookups: &mut impl Lookups,
-) -> Result<bool, LookupError> {
-    if template.cluster_owners.is_empty() {
-        return Ok(false);
+) -> Result<Vec<String>, LookupError> {
+    if template.cluster_owners.len() > MAX_CLUSTER_OWNERS {
+        return Ok(vec![]);
     }
     for name in &template.cluster_owners {
         if lookups.cluster(name)? == ClusterState::Live {
-            return Ok(false);
+            return Ok(vec![]);
         }
     }
-    Ok(true)
+    Ok(template.cluster_owners.clone())
+}
+
+/// A referrer that belongs to a Cluster being deleted or gone lets the template go with it,
+/// unless its kind keeps its template through the Cluster's deletion (control planes). A
+/// ClusterClass, or an object of another Cluster, still keeps it.
+fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
+    !referrer.kind.kept_through_cluster_deletion
+        && referrer
+            .cluster
+            .as_ref()
+            .is_some_and(|cluster| going.contains(cluster))
 }
 
 #[cfg(test)]
@@ -147,73 +172,11 @@ mod tests {
     use super::*;
     use crate::capi::TemplateRef;
     use crate::catalogue::{self, TemplateClass, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
-    use crate::error::Lookup;
+    use crate::error::Failure;
     use crate::references::NamedTemplate;
-    use crate::testing::referrer_kind as kind;
+    use crate::testing::{referrer_kind as kind, Memory};
     use rstest::rstest;
     use serde_json::json;
-
-    /// Answers from memory and records what was asked, in order.
-    #[derive(Default)]
-    struct Memory {
-        lists: BTreeMap<&'static str, Result<Vec<Candidate>, Failure>>,
-        clusters: BTreeMap<String, Result<ClusterState, Failure>>,
-        asked: Vec<String>,
-    }
-
-    fn error(kind: &'static str, failure: Failure) -> LookupError {
-        LookupError {
-            lookup: Lookup::List {
-                api_version: "x/v1beta2".into(),
-                resource: catalogue::resources_read()
-                    .find(|r| r.kind == kind)
-                    .expect("a kind of the catalogue"),
-                namespace: "ns".into(),
-            },
-            failure,
-            detail: "boom".into(),
-        }
-    }
-
-    impl Lookups for Memory {
-        fn referrers(
-            &mut self,
-            kind: &'static ReferrerKind,
-        ) -> Result<Vec<Candidate>, LookupError> {
-            self.asked.push(kind.kind().to_string());
-            match self.lists.get(kind.kind()) {
-                Some(Ok(list)) => Ok(list.clone()),
-                Some(Err(failure)) => Err(error(kind.kind(), *failure)),
-                None => Ok(vec![]),
-            }
-        }
-
-        fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
-            self.asked.push(format!("Cluster {name}"));
-            match self.clusters.get(name) {
-                Some(Ok(state)) => Ok(*state),
-                Some(Err(failure)) => Err(error("Cluster", *failure)),
-                None => Ok(ClusterState::Gone),
-            }
-        }
-    }
-
-    impl Memory {
-        fn with(mut self, kind: &'static str, candidates: Vec<Candidate>) -> Self {
-            self.lists.insert(kind, Ok(candidates));
-            self
-        }
-
-        fn failing(mut self, kind: &'static str, failure: Failure) -> Self {
-            self.lists.insert(kind, Err(failure));
-            self
-        }
-
-        fn cluster_is(mut self, name: &str, state: Result<ClusterState, Failure>) -> Self {
-            self.clusters.insert(name.into(), state);
-            self
-        }
-    }
 
     fn template(group: &str, kind: &str, name: &str) -> Template {
         Template {
@@ -313,7 +276,8 @@ mod tests {
         #[case] is_kept: bool,
     ) {
         let mut ms = naming_t("ms");
-        ms.scaled_down = scaled_down;
+        ms.replicas = Some(0);
+        ms.machines = Some(if scaled_down { 0 } else { 1 });
         let mut memory = Memory::default().with("MachineSet", vec![ms]);
         let settings = Settings {
             count_scaled_down_machine_sets: count_scaled_down,
@@ -326,7 +290,8 @@ mod tests {
     #[test]
     fn row1_scaled_down_machine_deployment_still_counts() {
         let mut md = naming_t("md");
-        md.scaled_down = true;
+        md.replicas = Some(0);
+        md.machines = Some(0);
         let mut memory = Memory::default().with("MachineDeployment", vec![md]);
         assert!(matches!(
             decide_with(&metal3("t"), &mut memory),
@@ -353,24 +318,171 @@ mod tests {
         assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
     }
 
+    /// A kind that is not installed is answered as an empty list by the lookups (its CRD is
+    /// absent); every failure is the decision's failure, never "none".
     #[rstest]
-    #[case::optional_control_plane_not_installed("KubeadmControlPlane", Failure::NotServed, true)]
-    #[case::capi_not_served("MachineSet", Failure::NotServed, false)]
-    #[case::control_plane_wrong_version("KubeadmControlPlane", Failure::WrongVersion { setting: catalogue::VersionSetting::ControlPlane, served: catalogue::Version::V1beta1 }, false)]
-    #[case::control_plane_denied("KubeadmControlPlane", Failure::AccessDenied, false)]
-    #[case::unreadable_list("ClusterClass", Failure::Unreadable, false)]
-    fn row2_only_an_optional_kind_not_served_counts_as_none(
+    #[case::capi_no_readable_version("MachineSet", Failure::NoReadableVersion)]
+    #[case::control_plane_wrong_version("KubeadmControlPlane", Failure::WrongVersion { setting: catalogue::VersionSetting::ControlPlane })]
+    #[case::control_plane_denied("KubeadmControlPlane", Failure::AccessDenied)]
+    #[case::unreadable_list("ClusterClass", Failure::Unreadable)]
+    #[case::other("TalosControlPlane", Failure::Other)]
+    fn a_failed_list_is_the_decisions_failure(
         #[case] failing: &'static str,
         #[case] failure: Failure,
-        #[case] forgiven: bool,
     ) {
         let mut memory = Memory::default().failing(failing, failure);
         let decision = decide_with(&metal3("t"), &mut memory);
-        if forgiven {
-            assert_eq!(decision, Ok(Decision::Release(Release::Unused)));
-        } else {
-            assert_eq!(decision.unwrap_err().failure, failure);
+        assert_eq!(decision.unwrap_err().failure, failure);
+    }
+
+    /// Rule 1 (cluster-api issue 13536, PR 13558; CAPRKE2 issue 1004, PR 1007): a control plane
+    /// keeps its machine template while it is being deleted, and through its Cluster's deletion.
+    #[rstest]
+    #[case::kubeadm("KubeadmControlPlane")]
+    #[case::rke2("RKE2ControlPlane")]
+    #[case::talos("TalosControlPlane")]
+    #[case::etcdadm("EtcdadmCluster")]
+    fn rule1_a_deleting_control_plane_keeps_its_template_through_cluster_deletion(
+        #[case] control_plane: &'static str,
+    ) {
+        let mut cp = naming_t("cp");
+        cp.deleting = true;
+        cp.cluster = Some("c".into());
+        let mut t = metal3("t");
+        t.cluster_owners = vec!["c".into()];
+        let mut memory = Memory::default()
+            .with(control_plane, vec![cp])
+            .cluster_is("c", Ok(ClusterState::Deleting));
+        assert_eq!(
+            kept(decide_with(&t, &mut memory).unwrap()),
+            vec![(control_plane.into(), "cp".into(), vec![INFRA.into()])]
+        );
+    }
+
+    /// Rule 2 (CAPM3 PR 3168, >= 1.13): a MachineSet being deleted keeps a node-reuse template
+    /// while it has machines; an empty one keeps nothing (the topology finalizer deletes its
+    /// templates then, and must not deadlock).
+    #[rstest]
+    #[case::reuse_with_machines(true, Some(2), true)]
+    #[case::reuse_without_machines(true, Some(0), false)]
+    #[case::reuse_machines_unknown(true, None, false)]
+    #[case::no_reuse_with_machines(false, Some(2), false)]
+    fn rule2_a_deleting_machine_set_keeps_a_node_reuse_template_while_it_has_machines(
+        #[case] node_reuse: bool,
+        #[case] machines: Option<i64>,
+        #[case] is_kept: bool,
+    ) {
+        let mut ms = naming_t("ms");
+        ms.deleting = true;
+        ms.replicas = Some(0);
+        ms.machines = machines;
+        let mut t = metal3("t");
+        t.node_reuse = node_reuse;
+        let mut memory = Memory::default().with("MachineSet", vec![ms]);
+        let decision = decide_with(&t, &mut memory).unwrap();
+        assert_eq!(
+            matches!(decision, Decision::Keep(_)),
+            is_kept,
+            "{decision:?}"
+        );
+    }
+
+    /// Rule 3: a deleting or gone Cluster releases only what its own objects need.
+    #[rstest]
+    #[case::own_machine_deployment("MachineDeployment", Some("c"), true)]
+    #[case::other_clusters_machine_deployment("MachineDeployment", Some("other"), false)]
+    #[case::machine_deployment_of_no_cluster("MachineDeployment", None, false)]
+    #[case::own_metal3_machine("Metal3Machine", Some("c"), true)]
+    #[case::a_cluster_class("ClusterClass", None, false)]
+    #[case::own_control_plane("KubeadmControlPlane", Some("c"), false)]
+    fn rule3_a_deleting_cluster_releases_only_what_its_own_objects_need(
+        #[case] referrer: &'static str,
+        #[case] cluster: Option<&str>,
+        #[case] released: bool,
+    ) {
+        let mut r = naming_t("r");
+        if referrer == "Metal3Machine" {
+            r.named = vec![names(
+                "metadata.annotations[cluster.x-k8s.io/cloned-from-name]",
+                INFRASTRUCTURE_GROUP,
+                "Metal3MachineTemplate",
+                "t",
+            )];
         }
+        r.cluster = cluster.map(str::to_string);
+        let mut t = metal3("t");
+        t.node_reuse = true;
+        t.cluster_owners = vec!["c".into()];
+        let mut memory = Memory::default()
+            .with(referrer, vec![r])
+            .cluster_is("c", Ok(ClusterState::Deleting));
+        let decision = decide_with(&t, &mut memory).unwrap();
+        assert_eq!(
+            decision == Decision::Release(Release::ClusterDeleted),
+            released,
+            "{decision:?}"
+        );
+    }
+
+    #[test]
+    fn rule3_beyond_the_owner_limit_row6_reads_no_cluster_and_keeps() {
+        let mut t = metal3("t");
+        t.cluster_owners = (0..=MAX_CLUSTER_OWNERS).map(|i| format!("c{i}")).collect();
+        let mut md = naming_t("md");
+        md.cluster = Some("c0".into());
+        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
+        assert!(matches!(
+            decide_with(&t, &mut memory),
+            Ok(Decision::Keep(_))
+        ));
+        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
+        // At the limit, every owner is read.
+        t.cluster_owners.pop();
+        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+        decide_with(&t, &mut memory).unwrap();
+        let reads = memory
+            .asked
+            .iter()
+            .filter(|a| a.starts_with("Cluster "))
+            .count();
+        assert_eq!(reads, MAX_CLUSTER_OWNERS);
+    }
+
+    /// Rule 5: remediation templates are kept by MachineHealthChecks, ClusterClass health checks
+    /// and a Cluster's topology health checks, and read only from those kinds.
+    #[rstest]
+    #[case::health_check("MachineHealthCheck", "spec.remediation.templateRef")]
+    #[case::cluster_class(
+        "ClusterClass",
+        "spec.controlPlane.healthCheck.remediation.templateRef"
+    )]
+    #[case::cluster_topology(
+        "Cluster",
+        "spec.topology.controlPlane.machineHealthCheck.remediationTemplate"
+    )]
+    fn rule5_remediation_templates_are_kept_by_health_checks(
+        #[case] referrer: &'static str,
+        #[case] field: &str,
+    ) {
+        let t = template(INFRASTRUCTURE_GROUP, "Metal3RemediationTemplate", "t");
+        let naming = candidate(
+            "r",
+            vec![names(
+                field,
+                INFRASTRUCTURE_GROUP,
+                "Metal3RemediationTemplate",
+                "t",
+            )],
+        );
+        let mut memory = Memory::default().with(referrer, vec![naming]);
+        assert_eq!(
+            kept(decide_with(&t, &mut memory).unwrap()),
+            vec![(referrer.into(), "r".into(), vec![field.into()])]
+        );
+        assert_eq!(
+            memory.asked,
+            ["ClusterClass", "MachineHealthCheck", "Cluster"]
+        );
     }
 
     #[rstest]
@@ -479,6 +591,13 @@ mod tests {
                 "MachineSet",
                 "KubeadmControlPlane",
                 "RKE2ControlPlane",
+                "TalosControlPlane",
+                "MicroK8sControlPlane",
+                "CK8sControlPlane",
+                "K0sControlPlane",
+                "KThreesControlPlane",
+                "OCNEControlPlane",
+                "EtcdadmCluster",
                 "ClusterClass",
                 "Metal3Machine"
             ]
@@ -506,6 +625,13 @@ mod tests {
                 "MachineSet",
                 "KubeadmControlPlane",
                 "RKE2ControlPlane",
+                "TalosControlPlane",
+                "MicroK8sControlPlane",
+                "CK8sControlPlane",
+                "K0sControlPlane",
+                "KThreesControlPlane",
+                "OCNEControlPlane",
+                "EtcdadmCluster",
                 "ClusterClass"
             ]
         );
@@ -568,7 +694,9 @@ mod tests {
         #[case] released: Result<bool, Failure>,
     ) {
         let mut t = metal3("t");
-        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
+        let mut md = naming_t("md");
+        md.cluster = clusters.first().map(|(name, _)| name.to_string());
+        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
         for (name, state) in clusters {
             t.cluster_owners.push(name.into());
             memory = memory.cluster_is(name, state);
@@ -612,6 +740,7 @@ mod tests {
             TemplateClass::Cluster,
             TemplateClass::ControlPlane,
             TemplateClass::Bootstrap,
+            TemplateClass::Remediation,
         ] {
             assert!(
                 REFERRERS.iter().any(|k| k.can_keep(class, false)),

@@ -1,7 +1,9 @@
 //! The policy's one error type. Each variant carries the facts of what went wrong; the sentence a
 //! user reads is made from it in `message.rs` and nowhere else.
 
-use crate::catalogue::{Resource, Version, VersionSetting};
+use std::fmt;
+
+use crate::catalogue::{Resource, VersionSetting};
 
 /// Something that stops the policy from answering the way it normally would.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +52,10 @@ pub enum Error {
     // The Metal3Machine mutation.
     /// The new machine cannot be read or edited.
     UnreadableMachine(String),
-    /// A part of the machine that must be an object is not.
-    NotAnObject(&'static str),
+    /// The new machine is not a JSON object.
+    MachineNotAnObject,
+    /// A part of the machine that must be an object (`metadata`, `annotations`, `spec`) is not.
+    PartNotAnObject(&'static str),
     /// No cloned-from annotations and no usable owner.
     NoTemplateSource,
     /// The owner does not exist or names no Metal3MachineTemplate.
@@ -75,6 +79,11 @@ pub enum KeyProblem {
 /// What was looked up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
+    /// A cluster-wide list (the CRDs).
+    ListAll {
+        api_version: String,
+        resource: &'static Resource,
+    },
     List {
         api_version: String,
         resource: &'static Resource,
@@ -91,20 +100,26 @@ pub enum Lookup {
 impl Lookup {
     pub fn api_version(&self) -> &str {
         match self {
-            Lookup::List { api_version, .. } | Lookup::Get { api_version, .. } => api_version,
+            Lookup::ListAll { api_version, .. }
+            | Lookup::List { api_version, .. }
+            | Lookup::Get { api_version, .. } => api_version,
         }
     }
 
     pub fn kind(&self) -> &'static str {
         match self {
-            Lookup::List { resource, .. } | Lookup::Get { resource, .. } => resource.kind,
+            Lookup::ListAll { resource, .. }
+            | Lookup::List { resource, .. }
+            | Lookup::Get { resource, .. } => resource.kind,
         }
     }
 
     /// The resource name RBAC rules use, from the catalogue.
     pub fn plural(&self) -> &'static str {
         match self {
-            Lookup::List { resource, .. } | Lookup::Get { resource, .. } => resource.plural,
+            Lookup::ListAll { resource, .. }
+            | Lookup::List { resource, .. }
+            | Lookup::Get { resource, .. } => resource.plural,
         }
     }
 }
@@ -112,15 +127,10 @@ impl Lookup {
 /// How a lookup failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// The API server serves the kind at no version the policy can read. A caller forgives this
-    /// for an optional kind.
-    NotServed,
-    /// An explicit version setting names a version the kind is not served at, while it is
-    /// served at `served`.
-    WrongVersion {
-        setting: VersionSetting,
-        served: Version,
-    },
+    /// The kind's CRD serves none of the versions the policy can read.
+    NoReadableVersion,
+    /// An explicit version setting names a version the kind's CRD does not serve.
+    WrongVersion { setting: VersionSetting },
     /// `get_resource` found no such object (the host's not-found answer).
     NotFound,
     /// The kind is not in the policy's `contextAwareResources`.
@@ -137,9 +147,18 @@ pub enum Failure {
 pub struct LookupError {
     pub lookup: Lookup,
     pub failure: Failure,
-    /// The host's own words (first line) or what could not be read.
+    /// The host's own words (first line), what could not be read, or what the CRD serves.
     pub detail: String,
 }
+
+/// Every error reads as the sentence `message.rs` makes of it.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::message::describe(self))
+    }
+}
+
+impl std::error::Error for Error {}
 
 impl From<LookupError> for Error {
     fn from(error: LookupError) -> Self {

@@ -1,4 +1,4 @@
-//! Property tests over the native entry point (`respond`, the code the wasm module runs): hostile
+//! Property tests over the native entry point (`answer`, the code the wasm module runs): hostile
 //! requests, generated settings, and host calls answered with arbitrary outcomes.
 //!
 //! Properties, for every case:
@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListResourcesByNamespaceRequest,
+    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 use kubewarden_policy_sdk::response::ValidationResponse;
 use proptest::prelude::*;
@@ -27,7 +27,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::cluster::Cluster;
+use crate::catalogue::{self, CRD};
+use crate::host::Host;
 use crate::message::MAX_WARNING;
 
 /// How the host answers one call.
@@ -73,15 +74,12 @@ impl Answer {
     ];
 
     /// An answer the policy cannot use: it must never be taken for "nothing refers to it".
+    /// Which kinds exist comes from the CRD list, so a not-served text is a failure like any
+    /// other; a not-found answer to a get is a legitimate "none".
     fn is_failure(self) -> bool {
         !matches!(
             self,
-            Answer::Good
-                | Answer::Empty
-                | Answer::Large
-                | Answer::NotServed
-                | Answer::GroupVersion404
-                | Answer::NotFound
+            Answer::Good | Answer::Empty | Answer::Large | Answer::NotFound
         )
     }
 }
@@ -107,7 +105,7 @@ struct Keeper {
     object: Value,
 }
 
-/// One generated case: everything `respond` and the host see.
+/// One generated case: everything `answer` and the host see.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Case {
     request: Value,
@@ -163,6 +161,7 @@ struct FuzzCluster<'a> {
 /// A host call as kwctl's session files name it (serde's external tag becomes the YAML tag).
 #[derive(Serialize)]
 enum SessionRequest<'a> {
+    KubernetesListResourceAll(&'a ListAllResourcesRequest),
     KubernetesListResourceNamespace(&'a ListResourcesByNamespaceRequest),
     KubernetesGetResource(&'a GetResourceRequest),
 }
@@ -196,17 +195,27 @@ impl<'a> FuzzCluster<'a> {
         let i = self.next.get();
         self.next.set(i + 1);
         self.calls.borrow_mut().push(call);
-        let mut answer = self.case.answers.get(i).copied().unwrap_or(Answer::Good);
-        // A keeper exists, so its kind is served: the host cannot say otherwise.
-        if self.case.keeper.as_ref().is_some_and(|k| k.kind == kind)
-            && matches!(answer, Answer::NotServed | Answer::GroupVersion404)
-        {
-            answer = Answer::Good;
-        }
+        let answer = self.case.answers.get(i).copied().unwrap_or(Answer::Good);
         if answer.is_failure() {
             self.failed.set(true);
         }
         let items = |count: usize| -> Vec<Value> {
+            if kind == CRD.kind {
+                // Every kind of the catalogue is installed; with an empty answer, only the
+                // keeper's (a keeper exists, so its CRD does).
+                let keeper = self.case.keeper.as_ref().map(|k| k.kind.as_str());
+                return catalogue::REFERRERS
+                    .iter()
+                    .map(|r| &r.resource)
+                    .chain([&catalogue::METAL3_MACHINE_TEMPLATE])
+                    .filter(|r| count > 0 || keeper == Some(r.kind))
+                    .map(|r| {
+                        let versions: Vec<Value> = r.versions.iter().map(|v| json!({"name": v, "served": true})).collect();
+                        json!({"kind": CRD.kind, "metadata": {"name": format!("{}.{}", r.plural, r.group)},
+                            "spec": {"group": r.group, "names": {"kind": r.kind, "plural": r.plural}, "versions": versions}})
+                    })
+                    .collect();
+            }
             let mut items: Vec<Value> = objects()
                 .iter()
                 .filter(|o| o["kind"] == kind)
@@ -265,7 +274,17 @@ impl<'a> FuzzCluster<'a> {
     }
 }
 
-impl Cluster for FuzzCluster<'_> {
+impl Host for FuzzCluster<'_> {
+    fn list_all_resources(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        let call = format!("list-all {} {} {:?}", r.api_version, r.kind, r.field_masks);
+        let answer = self.answer(call, &r.api_version, &r.kind, None);
+        self.exchanges.borrow_mut().push(exchange(
+            &SessionRequest::KubernetesListResourceAll(r),
+            &answer,
+        ));
+        answer
+    }
+
     fn list_resources_by_namespace(
         &self,
         r: &ListResourcesByNamespaceRequest,
@@ -547,6 +566,18 @@ fn kept_case() -> impl Strategy<Value = Case> {
             "KubeadmControlPlane",
             "/spec/machineTemplate/spec/infrastructureRef",
         ),
+        (
+            "infrastructure.cluster.x-k8s.io",
+            "Metal3MachineTemplate",
+            "TalosControlPlane",
+            "/spec/infrastructureTemplate",
+        ),
+        (
+            "infrastructure.cluster.x-k8s.io",
+            "Metal3RemediationTemplate",
+            "MachineHealthCheck",
+            "/spec/remediation/templateRef",
+        ),
     ];
     (
         proptest::sample::select(templates.to_vec()),
@@ -601,7 +632,7 @@ fn settings_strategy_valid(settings: Value) -> Value {
 fn evaluate(case: &Case) -> (Vec<u8>, Vec<String>, bool) {
     let payload = json!({"request": case.request, "settings": case.settings}).to_string();
     let cluster = FuzzCluster::new(case);
-    let bytes = crate::respond(payload.as_bytes(), &cluster).expect("respond always answers");
+    let bytes = crate::answer(payload.as_bytes(), &cluster).expect("the policy always answers");
     let calls = cluster.calls.borrow().clone();
     (bytes, calls, cluster.failed.get())
 }
@@ -743,7 +774,7 @@ fn write_hostile_corpus() {
         case.settings = settings_strategy_valid(case.settings);
         let payload = json!({"request": case.request, "settings": case.settings}).to_string();
         let cluster = FuzzCluster::new(&case);
-        let bytes = crate::respond(payload.as_bytes(), &cluster).expect("an answer");
+        let bytes = crate::answer(payload.as_bytes(), &cluster).expect("an answer");
         let response: ValidationResponse = serde_json::from_slice(&bytes).expect("a response");
         let expected = json!({
             "allowed": response.accepted,

@@ -4,15 +4,19 @@
 //!
 //! This file only wires the waPC entry points and turns an [`admission::Outcome`] into the
 //! response the host expects; the logic lives in the modules below, all private to the crate.
+//!
+//! lib -> admission (routing) -> decision | mutation -> lookups (the `Lookups` trait and its
+//! host answer) -> host (waPC). capi (object views), catalogue (kinds), references (what an
+//! object names), settings, message (every sentence) and error serve them.
 
 mod admission;
 mod capi;
 mod catalogue;
-mod cluster;
 mod decision;
 mod error;
 #[cfg(test)]
 mod fuzz;
+mod host;
 mod lookups;
 mod message;
 mod mutation;
@@ -24,11 +28,11 @@ mod testing;
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+use wapc_guest::{self as guest, CallResult};
 
 use admission::Outcome;
-use cluster::{Cluster, Host};
 use error::Error;
+use host::{Host, WapcHost};
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
@@ -38,7 +42,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    respond(payload, &Host)
+    answer(payload, &WapcHost)
 }
 
 /// Settings are checked here rather than through the SDK helper so that a settings payload that
@@ -51,18 +55,45 @@ fn validate_settings(payload: &[u8]) -> CallResult {
         },
         Err(error) => SettingsValidationResponse {
             valid: false,
-            message: Some(message::describe(&error)),
+            message: Some(error.to_string()),
         },
     };
     Ok(serde_json::to_vec(&response)?)
 }
 
-fn response(outcome: Outcome) -> ValidationResponse {
+/// The answer to a validate payload, as the bytes the host expects.
+fn answer(payload: &[u8], host: &dyn Host) -> CallResult {
+    Ok(serde_json::to_vec(&log_and_respond(evaluate_payload(
+        payload, host,
+    )))?)
+}
+
+/// Reads the payload (request and settings) and evaluates it.
+fn evaluate_payload(payload: &[u8], host: &dyn Host) -> Outcome {
+    let payload: capi::Payload = match serde_json::from_slice(payload) {
+        Ok(request) => request,
+        Err(e) => {
+            return Outcome::Reject {
+                message: message::unreadable_request(&Error::UnreadableRequest(e.to_string())),
+                code: admission::CODE_BAD_REQUEST,
+            }
+        }
+    };
+    match settings::parse_and_validate(payload.settings) {
+        Ok(settings) => admission::evaluate(&payload.request, &settings, host),
+        Err(error) => Outcome::Reject {
+            message: message::invalid_settings(&error),
+            code: admission::CODE_BAD_REQUEST,
+        },
+    }
+}
+
+/// The response for an outcome; an accepted deletion's reason goes to the policy server's log.
+fn log_and_respond(outcome: Outcome) -> ValidationResponse {
     let (accepted, message, code, mutated_object, warnings) = match outcome {
         Outcome::Accept { warnings, reason } => {
             if let Some(reason) = reason {
-                // The policy server's log says why a deletion went through.
-                cluster::log_info(&reason);
+                host::log_info(&reason);
             }
             (true, None, None, None, warnings)
         }
@@ -83,29 +114,6 @@ fn response(outcome: Outcome) -> ValidationResponse {
         audit_annotations: None,
         warnings: (!warnings.is_empty()).then_some(warnings),
     }
-}
-
-fn outcome(payload: &[u8], cluster: &dyn Cluster) -> Outcome {
-    let payload: capi::Payload = match serde_json::from_slice(payload) {
-        Ok(request) => request,
-        Err(e) => {
-            return Outcome::Reject {
-                message: message::unreadable_request(&Error::UnreadableRequest(e.to_string())),
-                code: admission::CODE_BAD_REQUEST,
-            }
-        }
-    };
-    match settings::parse_and_validate(payload.settings) {
-        Ok(settings) => admission::evaluate(&payload.request, &settings, cluster),
-        Err(error) => Outcome::Reject {
-            message: message::invalid_settings(&error),
-            code: admission::CODE_BAD_REQUEST,
-        },
-    }
-}
-
-fn respond(payload: &[u8], cluster: &dyn Cluster) -> CallResult {
-    Ok(serde_json::to_vec(&response(outcome(payload, cluster)))?)
 }
 
 #[cfg(test)]

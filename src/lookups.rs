@@ -1,145 +1,254 @@
-//! The lookups the decision and the mutation need, answered through a [`Cluster`], with the API
-//! version of each kind chosen as the settings say.
+//! What the deletion decision and the mutation need to know of the cluster ([`Lookups`]), and
+//! its answer through the host ([`HostLookups`]).
 //!
-//! With `auto` (the default) a kind is read at v1beta2 and, when the API server does not serve it
-//! there, at v1beta1; the version found is tried first for the other kinds of the same provider
-//! within the request. With an explicit version, a kind not served there is looked up at the other
-//! version too, so that a wrong setting is a failed lookup naming the setting, never "none".
+//! Which kinds are installed, and at which versions they are served, is read from the cluster's
+//! CustomResourceDefinitions: one cluster-wide list per request, masked to group, kind, plural and
+//! versions (the policy server serves it from a watch cache). A kind without a CRD has no objects,
+//! so it counts as none and costs no call; a kind is read at the newest version the policy can
+//! read that its CRD serves, or at the version a setting pins. Nothing is inferred from the
+//! wording of a host error.
 
 use std::collections::BTreeMap;
 
 use crate::capi::Object;
-use crate::catalogue::{self, ReferrerKind, Resource, Version};
-use crate::cluster::{self, Cluster, Get, Read};
-use crate::decision::{ClusterState, Lookups};
-use crate::error::{Failure, LookupError};
-use crate::references::{self, Candidate};
+use crate::catalogue::{self, ReferrerKind, Resource, CRD};
+use crate::error::{Failure, Lookup, LookupError};
+use crate::host::{self, Get, Host, Read};
+use crate::references::{self, BadField, Candidate};
 use crate::settings::{Settings, VersionChoice};
+
+/// What is known of one owning Cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterState {
+    Live,
+    Deleting,
+    Gone,
+}
+
+/// The decision and the mutation ask through this trait; `HostLookups` answers from the host,
+/// tests from memory. Every lookup is in the namespace of the request.
+pub trait Lookups {
+    /// The objects of `kind`; none when the kind is not installed.
+    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError>;
+
+    /// One object of `kind` by name (the owner of a new machine), as the decision would see it.
+    fn referrer(
+        &mut self,
+        kind: &'static ReferrerKind,
+        name: &str,
+    ) -> Result<Option<Candidate>, LookupError>;
+
+    /// The state of the Cluster `name`.
+    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError>;
+
+    /// The Metal3MachineTemplate `name`, read past the cache: it may have been created a moment
+    /// ago.
+    fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError>;
+}
+
+/// The versions each installed kind is served at, from the CRDs: (group, kind) -> versions.
+type Served = BTreeMap<(String, String), Vec<String>>;
 
 /// Lookups in one namespace, for one request.
 pub struct HostLookups<'a> {
-    cluster: &'a dyn Cluster,
+    host: &'a dyn Host,
     settings: &'a Settings,
     namespace: &'a str,
-    /// The version each provider answered at so far.
-    found: BTreeMap<&'static str, Version>,
+    /// Read on first use, once per request.
+    served: Option<Served>,
+}
+
+fn text<'v>(object: &'v Object, path: &str) -> &'v str {
+    object
+        .at(path)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The served versions of each CRD. A CRD whose group, kind or versions cannot be read is an
+/// unreadable answer, not a kind that is absent.
+fn served_versions(crds: &[Object], lookup: &Lookup) -> Result<Served, LookupError> {
+    let mut served = Served::new();
+    for crd in crds {
+        let (group, kind) = (text(crd, "spec.group"), text(crd, "spec.names.kind"));
+        let versions = crd.at("spec.versions").and_then(|v| v.as_array());
+        let (false, false, Some(versions)) = (group.is_empty(), kind.is_empty(), versions) else {
+            return Err(LookupError {
+                lookup: lookup.clone(),
+                failure: Failure::Unreadable,
+                detail: format!(
+                    "the CustomResourceDefinition {} has no spec.group, spec.names.kind or spec.versions",
+                    crd.metadata.name
+                ),
+            });
+        };
+        let names = versions
+            .iter()
+            .filter(|v| v.get("served").and_then(|s| s.as_bool()) == Some(true))
+            .filter_map(|v| v.get("name").and_then(|n| n.as_str()))
+            .map(str::to_string);
+        served.insert((group.to_string(), kind.to_string()), names.collect());
+    }
+    Ok(served)
 }
 
 impl<'a> HostLookups<'a> {
-    pub fn new(cluster: &'a dyn Cluster, settings: &'a Settings, namespace: &'a str) -> Self {
+    pub fn new(host: &'a dyn Host, settings: &'a Settings, namespace: &'a str) -> Self {
         HostLookups {
-            cluster,
+            host,
             settings,
             namespace,
-            found: BTreeMap::new(),
+            served: None,
         }
     }
 
-    /// Runs `read` at the version the settings choose, then at the other one when the first is
-    /// not served (see the module's documentation).
-    fn at_served_version<T>(
+    fn served(&mut self) -> Result<&Served, LookupError> {
+        if self.served.is_none() {
+            let version = CRD.versions[0];
+            let crds = host::list_all(self.host, &CRD, version)?;
+            let lookup = Lookup::ListAll {
+                api_version: CRD.api_version(version),
+                resource: &CRD,
+            };
+            self.served = Some(served_versions(&crds, &lookup)?);
+        }
+        Ok(self.served.get_or_insert_with(Served::new))
+    }
+
+    /// The version to read `resource` at; `None` when its CRD is absent.
+    fn version(
         &mut self,
-        resource: &Resource,
-        mut read: impl FnMut(&dyn Cluster, Version) -> Result<T, LookupError>,
-    ) -> Result<T, LookupError> {
-        let choice = self.settings.version(resource.setting);
-        let first = match choice {
-            VersionChoice::Auto => self
-                .found
-                .get(resource.provider)
-                .copied()
-                .unwrap_or(Version::V1beta2),
-            VersionChoice::Fixed(version) => version,
-        };
-        let not_served = match read(self.cluster, first) {
-            Ok(answer) => {
-                self.found.insert(resource.provider, first);
-                return Ok(answer);
-            }
-            Err(error) if error.failure == Failure::NotServed => error,
-            Err(error) => return Err(error),
-        };
-        let second = first.other();
-        match (read(self.cluster, second), choice) {
-            (Ok(answer), VersionChoice::Auto) => {
-                self.found.insert(resource.provider, second);
-                Ok(answer)
-            }
-            (Ok(_), VersionChoice::Fixed(_)) => Err(LookupError {
-                failure: Failure::WrongVersion {
-                    setting: resource.setting,
-                    served: second,
-                },
-                ..not_served
-            }),
-            // Served at neither: the first answer says so.
-            (Err(error), _) if error.failure == Failure::NotServed => Err(not_served),
-            (Err(error), _) => Err(error),
-        }
-    }
-
-    fn list(&mut self, resource: &'static Resource) -> Result<Vec<Object>, LookupError> {
+        resource: &'static Resource,
+    ) -> Result<Option<&'static str>, LookupError> {
+        let choice = resource
+            .setting
+            .map_or(VersionChoice::Auto, |s| self.settings.version(s));
+        let key = (resource.group.to_string(), resource.kind.to_string());
         let namespace = self.namespace;
-        self.at_served_version(resource, |cluster, version| {
-            cluster::list(cluster, resource, version, namespace)
+        let Some(served) = self.served()?.get(&key) else {
+            return Ok(None);
+        };
+        let wanted: &[&'static str] = match choice {
+            VersionChoice::Auto => resource.versions,
+            VersionChoice::Fixed(version) => &[version][..],
+        };
+        if let Some(version) = wanted.iter().find(|v| served.iter().any(|s| s == *v)) {
+            return Ok(Some(version));
+        }
+        let failure = match (choice, resource.setting) {
+            (VersionChoice::Fixed(_), Some(setting)) => Failure::WrongVersion { setting },
+            _ => Failure::NoReadableVersion,
+        };
+        Err(LookupError {
+            lookup: Lookup::List {
+                api_version: resource.api_version(wanted[0]),
+                resource,
+                namespace: namespace.to_string(),
+            },
+            failure,
+            detail: format!("its CRD serves {}", served_list(served)),
         })
     }
 
     fn get(
         &mut self,
         resource: &'static Resource,
+        masks: std::collections::BTreeSet<String>,
         name: &str,
         read: Read,
     ) -> Result<Option<Object>, LookupError> {
-        let namespace = self.namespace;
-        self.at_served_version(resource, |cluster, version| {
-            cluster::get(
-                cluster,
-                &Get {
-                    resource,
-                    version,
-                    namespace,
-                    name,
-                    read,
-                },
-            )
-        })
+        let Some(version) = self.version(resource)? else {
+            return Ok(None);
+        };
+        host::get(
+            self.host,
+            Get {
+                resource,
+                masks,
+                version,
+                namespace: self.namespace,
+                name,
+                read,
+            },
+        )
     }
 
-    /// One referrer by name (the owner of a new machine), as the decision would see it.
-    pub fn referrer(
-        &mut self,
-        kind: &'static ReferrerKind,
-        name: &str,
-    ) -> Result<Option<Candidate>, LookupError> {
-        let found = self.get(&kind.resource, name, Read::Cached)?;
-        Ok(found.map(|object| references::candidate_of(kind.shape, &object)))
+    /// The answer for a listed object whose fields do not have the shape their paths promise.
+    fn bad_field(&self, kind: &'static ReferrerKind, name: &str, error: BadField) -> LookupError {
+        LookupError {
+            lookup: Lookup::List {
+                api_version: kind.resource.group.to_string(),
+                resource: &kind.resource,
+                namespace: self.namespace.to_string(),
+            },
+            failure: Failure::Unreadable,
+            detail: format!(
+                "{} {name}: {} is not {}",
+                kind.kind(),
+                error.field,
+                error.expected
+            ),
+        }
     }
+}
 
-    /// The Metal3MachineTemplate `name`, read directly: it may have been created a moment ago,
-    /// after the cache's last refresh.
-    pub fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError> {
-        self.get(&catalogue::METAL3_MACHINE_TEMPLATE, name, Read::Direct)
+fn served_list(served: &[String]) -> String {
+    if served.is_empty() {
+        "no version".to_string()
+    } else {
+        served.join(", ")
     }
 }
 
 impl Lookups for HostLookups<'_> {
     fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
-        let listed = self.list(&kind.resource)?;
-        Ok(listed
+        let Some(version) = self.version(&kind.resource)? else {
+            return Ok(vec![]);
+        };
+        let listed = host::list(
+            self.host,
+            &kind.resource,
+            kind.masks(),
+            version,
+            self.namespace,
+        )?;
+        listed
             .iter()
-            .map(|object| references::candidate_of(kind.shape, object))
-            .collect())
+            .map(|object| {
+                references::candidate_of(kind, object)
+                    .map_err(|e| self.bad_field(kind, &object.metadata.name, e))
+            })
+            .collect()
+    }
+
+    fn referrer(
+        &mut self,
+        kind: &'static ReferrerKind,
+        name: &str,
+    ) -> Result<Option<Candidate>, LookupError> {
+        let found = self.get(&kind.resource, kind.masks(), name, Read::Cached)?;
+        found
+            .map(|object| {
+                references::candidate_of(kind, &object).map_err(|e| self.bad_field(kind, name, e))
+            })
+            .transpose()
     }
 
     /// A cached read is enough: a Cluster deleted a moment ago only delays the garbage collector,
-    /// which retries denied deletions.
+    /// which retries denied deletions. The masks are the Cluster referrer's, so that both reads
+    /// share one cache in the policy server.
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
-        let found = self.get(&catalogue::CLUSTER, name, Read::Cached)?;
+        let kind = catalogue::cluster_kind();
+        let found = self.get(&kind.resource, kind.masks(), name, Read::Cached)?;
         Ok(match found {
             None => ClusterState::Gone,
             Some(c) if c.metadata.is_deleting() => ClusterState::Deleting,
             Some(_) => ClusterState::Live,
         })
+    }
+
+    fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError> {
+        let resource = &catalogue::METAL3_MACHINE_TEMPLATE;
+        self.get(resource, catalogue::masks_of(resource), name, Read::Direct)
     }
 }

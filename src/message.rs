@@ -1,10 +1,10 @@
 //! Every sentence the policy shows a user: deterministic (sorted, bounded) and saying what to do.
 
 use crate::capi::{group_of, Template};
-use crate::catalogue::{Advice, ReferrerKind};
+use crate::catalogue::{plural_of, Advice, ReferrerKind, CRD};
 use crate::decision::{Referrer, Release};
 use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError};
-use crate::settings::KNOWN;
+use crate::settings::known_names;
 
 /// Names shown per kind before "and K more".
 pub const MAX_NAMES_PER_KIND: usize = 3;
@@ -43,11 +43,9 @@ fn object_name(kind: &str, namespace: &str, name: &str) -> String {
 }
 
 fn plural_kind(kind: &ReferrerKind, count: usize) -> String {
-    let kind = kind.kind();
     match count {
-        1 => kind.to_string(),
-        _ if kind.ends_with("ss") => format!("{kind}es"),
-        _ => format!("{kind}s"),
+        1 => kind.kind().to_string(),
+        _ => plural_of(kind.kind()),
     }
 }
 
@@ -100,6 +98,7 @@ fn advice(advice: Advice) -> &'static str {
             "Point them at another template and let the rollout finish, or delete them first."
         }
         Advice::ClusterClass => "Change or delete the ClusterClass first.",
+        Advice::HealthCheck => "Point the health checks at another remediation template, or delete them first.",
         Advice::NodeReuse => "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.",
     }
 }
@@ -131,13 +130,19 @@ pub fn released(template: &Template, release: Release) -> String {
     let why = match release {
         Release::Moving => "clusterctl move is deleting it (delete-for-move annotation)",
         Release::Unused => "nothing refers to it",
-        Release::ClusterDeleted => "every Cluster that owns it is being deleted or gone",
+        Release::ClusterDeleted => {
+            "every Cluster that owns it is being deleted or gone, and only their own objects still refer to it"
+        }
     };
     format!("{} may be deleted: {why}.", template_name(template))
 }
 
 fn lookup_text(lookup: &Lookup) -> String {
     match lookup {
+        Lookup::ListAll {
+            api_version,
+            resource,
+        } => format!("listing {} objects ({api_version})", resource.kind),
         Lookup::List {
             api_version,
             resource,
@@ -161,45 +166,57 @@ fn lookup_text(lookup: &Lookup) -> String {
 
 /// "listing X failed: detail".
 pub fn lookup_error(error: &LookupError) -> String {
-    let host_text = clip(&error.detail, MAX_DETAIL);
+    let detail = clip(&error.detail, MAX_DETAIL);
+    let kind = error.lookup.kind();
     let detail = match error.failure {
-        Failure::NotServed => format!(
-            "the API server serves {} at neither v1beta2 nor v1beta1 ({})",
-            error.lookup.kind(),
-            host_text
+        Failure::NoReadableVersion => format!(
+            "the policy can read {kind} only at {}, and {detail}",
+            readable_versions(error)
         ),
-        Failure::WrongVersion { served, .. } => format!(
-            "the API server serves {} at {}, not at this version ({})",
-            error.lookup.kind(),
-            served.as_str(),
-            host_text
+        Failure::WrongVersion { setting } => format!(
+            "{} pins {kind} to {}, and {detail}",
+            setting.name(),
+            version_of(error.lookup.api_version())
         ),
-        _ => host_text,
+        _ => detail,
     };
     format!("{} failed: {detail}", lookup_text(&error.lookup))
+}
+
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit('/').next().unwrap_or_default()
+}
+
+fn readable_versions(error: &LookupError) -> String {
+    match &error.lookup {
+        Lookup::ListAll { resource, .. }
+        | Lookup::List { resource, .. }
+        | Lookup::Get { resource, .. } => resource.versions.join(" or "),
+    }
 }
 
 /// What an operator should do after a failed lookup.
 pub fn lookup_hint(error: &LookupError) -> String {
     let kind = error.lookup.kind();
     let group = group_of(error.lookup.api_version());
+    let plural = error.lookup.plural();
     match error.failure {
+        Failure::AccessDenied if kind == CRD.kind => format!(
+            "The policy learns which providers are installed from the CRDs: add apiVersion {}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}.",
+            error.lookup.api_version()
+        ),
         Failure::AccessDenied => format!(
             "Add apiVersion {}, kind {kind} to the policy's contextAwareResources.",
             error.lookup.api_version()
         ),
-        Failure::WrongVersion { setting, served } => format!(
-            "Set {} to auto (or {}).",
-            setting.name(),
-            served.as_str()
-        ),
-        Failure::NotServed => format!(
-            "Install the provider that serves {kind} ({group}), or check that its CRDs are served at v1beta1 or v1beta2."
+        Failure::WrongVersion { setting } => format!("Set {} to auto.", setting.name()),
+        Failure::NoReadableVersion => format!(
+            "Upgrade the provider that serves {kind} ({group}) to a release that serves {}.",
+            readable_versions(error)
         ),
         Failure::Unreadable => "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.".to_string(),
         Failure::NotFound | Failure::Other => format!(
-            "Check that the policy server's service account may get, list and watch {}.{group}.",
-            error.lookup.plural()
+            "Check that the policy server's service account may get, list and watch {plural}.{group}."
         ),
     }
 }
@@ -254,7 +271,7 @@ pub fn describe(error: &Error) -> String {
             format!(
                 "Unknown setting(s): {}. The known settings are: {}.",
                 clip(&unknown.join(", "), MAX_DETAIL),
-                KNOWN.join(", ")
+                known_names().collect::<Vec<_>>().join(", ")
             )
         }
         Error::SettingValue {
@@ -291,10 +308,8 @@ pub fn describe(error: &Error) -> String {
         Error::UnreadableMachine(e) => {
             format!("the object cannot be read ({})", clip(e, MAX_DETAIL))
         }
-        Error::NotAnObject(part) => match *part {
-            "object" => "the object is not a JSON object".to_string(),
-            part => format!("its {part} is not an object"),
-        },
+        Error::MachineNotAnObject => "the object is not a JSON object".to_string(),
+        Error::PartNotAnObject(part) => format!("its {part} is not an object"),
         Error::NoTemplateSource => format!(
             "it has no valid {} annotation naming a Metal3MachineTemplate and no MachineSet or control-plane owner to find its template",
             crate::capi::CLONED_FROM_NAME
@@ -356,7 +371,7 @@ pub fn machine_not_mutated(namespace: &str, name: &str, error: &Error) -> String
 mod tests {
     use super::*;
     use crate::capi::TemplateRef;
-    use crate::catalogue::{TemplateClass, Version, VersionSetting};
+    use crate::catalogue::{TemplateClass, VersionSetting};
     use crate::testing::referrer_kind as kind;
     use rstest::rstest;
 
@@ -380,6 +395,7 @@ mod tests {
             kind: kind(kind_name),
             name: name.into(),
             fields: vec![field.into()],
+            cluster: None,
         }
     }
 
@@ -446,8 +462,10 @@ mod tests {
 
     #[rstest]
     #[case::denied(Failure::AccessDenied, "cluster.x-k8s.io/v1beta1", "MachineSet", "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources.")]
-    #[case::wrong_version(Failure::WrongVersion { setting: VersionSetting::ControlPlane, served: Version::V1beta1 }, "controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", "Set controlPlaneApiVersion to auto (or v1beta1).")]
-    #[case::not_served(Failure::NotServed, "cluster.x-k8s.io/v1beta2", "MachineSet", "Install the provider that serves MachineSet (cluster.x-k8s.io), or check that its CRDs are served at v1beta1 or v1beta2.")]
+    #[case::crds_denied(Failure::AccessDenied, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "The policy learns which providers are installed from the CRDs: add apiVersion apiextensions.k8s.io/v1, kind CustomResourceDefinition to its contextAwareResources, and let the policy server's service account get, list and watch customresourcedefinitions.apiextensions.k8s.io.")]
+    #[case::wrong_version(Failure::WrongVersion { setting: VersionSetting::ControlPlane }, "controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", "Set controlPlaneApiVersion to auto.")]
+    #[case::no_readable_version(Failure::NoReadableVersion, "cluster.x-k8s.io/v1beta2", "MachineSet", "Upgrade the provider that serves MachineSet (cluster.x-k8s.io) to a release that serves v1beta2 or v1beta1.")]
+    #[case::talos_no_readable_version(Failure::NoReadableVersion, "controlplane.cluster.x-k8s.io/v1alpha3", "TalosControlPlane", "Upgrade the provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) to a release that serves v1alpha3.")]
     #[case::unreadable(Failure::Unreadable, "cluster.x-k8s.io/v1beta2", "MachineSet", "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.")]
     #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]
     fn hints(
@@ -472,14 +490,17 @@ mod tests {
         let e = error(
             Failure::WrongVersion {
                 setting: VersionSetting::Capi,
-                served: Version::V1beta1,
             },
             "cluster.x-k8s.io/v1beta2",
             "MachineSet",
         );
+        let e = LookupError {
+            detail: "its CRD serves v1beta1".into(),
+            ..e
+        };
         assert_eq!(
             lookup_error(&e),
-            "listing MachineSet objects (cluster.x-k8s.io/v1beta2) in namespace ns failed: the API server serves MachineSet at v1beta1, not at this version (boom)"
+            "listing MachineSet objects (cluster.x-k8s.io/v1beta2) in namespace ns failed: capiApiVersion pins MachineSet to v1beta2, and its CRD serves v1beta1"
         );
     }
 

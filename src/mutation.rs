@@ -1,10 +1,13 @@
-//! The Metal3Machine mutation: pure functions, no host calls.
+//! The Metal3Machine mutation: a pure function over the [`Lookups`] trait, like the deletion
+//! decision. It finds the template a new machine was cloned from, reads its intent and writes it
+//! onto a clone of the machine.
 
 use serde_json::{Map, Value};
 
-use crate::capi::{group_of, is_object_name, Metadata, Metal3MachineTemplate};
-use crate::catalogue::{self, ReferrerKind, Shape, INFRASTRUCTURE_GROUP};
+use crate::capi::{group_of, is_object_name, view_of, Metadata, Object};
+use crate::catalogue::{self, ReferrerKind, INFRASTRUCTURE_GROUP};
 use crate::error::Error;
+use crate::lookups::Lookups;
 use crate::references::{self, Candidate};
 use crate::settings::Settings;
 
@@ -42,7 +45,7 @@ pub fn template_source(meta: &Metadata) -> TemplateSource {
     // In catalogue order: a MachineSet (a worker's template) before a control plane.
     catalogue::REFERRERS
         .iter()
-        .filter(|kind| matches!(kind.shape, Shape::MachineSetLike | Shape::ControlPlane))
+        .filter(|kind| kind.creates_machines)
         .find_map(|kind| {
             meta.owner_references.iter().find_map(|o| {
                 (o.kind == kind.kind()
@@ -77,19 +80,51 @@ pub struct Intent {
 }
 
 impl Intent {
-    pub fn of(name: &str, template: &Metal3MachineTemplate) -> Intent {
+    pub fn of(name: &str, template: &Object) -> Intent {
         Intent {
             template: name.to_string(),
-            node_reuse: template.spec.node_reuse.unwrap_or(false),
+            node_reuse: template.at("spec.nodeReuse") == Some(&Value::Bool(true)),
             cleaning_mode: template
-                .spec
-                .template
-                .spec
-                .automated_cleaning_mode
-                .clone()
-                .filter(|mode| !mode.is_empty()),
+                .at("spec.template.spec.automatedCleaningMode")
+                .and_then(Value::as_str)
+                .filter(|mode| !mode.is_empty())
+                .map(str::to_string),
         }
     }
+}
+
+/// The name of the Metal3MachineTemplate a new machine comes from.
+fn source_template(meta: &Metadata, lookups: &mut impl Lookups) -> Result<String, Error> {
+    let owner = match template_source(meta) {
+        TemplateSource::Annotation(name) => return Ok(name),
+        TemplateSource::None => return Err(Error::NoTemplateSource),
+        TemplateSource::Owner(owner) => owner,
+    };
+    lookups
+        .referrer(owner.kind, &owner.name)?
+        .and_then(|candidate| metal3_template_named_by(&candidate))
+        .ok_or(Error::OwnerNamesNoTemplate {
+            kind: owner.kind.kind(),
+            name: owner.name,
+        })
+}
+
+/// The new `machine` with its template's intent written on it; `None` when it already carries
+/// it. `namespace` is where the machine and its template live.
+pub fn record_intent(
+    machine: &Value,
+    namespace: &str,
+    settings: &Settings,
+    lookups: &mut impl Lookups,
+) -> Result<Option<Value>, Error> {
+    let meta = view_of::<Object>(machine)
+        .map_err(|e| Error::UnreadableMachine(e.to_string()))?
+        .metadata;
+    let name = source_template(&meta, lookups)?;
+    let template = lookups
+        .metal3_machine_template(&name)?
+        .ok_or_else(|| Error::TemplateMissing(format!("{namespace}/{name}")))?;
+    apply(machine, &Intent::of(&name, &template), settings)
 }
 
 fn object_at<'a>(
@@ -102,7 +137,7 @@ fn object_at<'a>(
     if slot.is_null() {
         *slot = Value::Object(Map::new());
     }
-    slot.as_object_mut().ok_or(Error::NotAnObject(key))
+    slot.as_object_mut().ok_or(Error::PartNotAnObject(key))
 }
 
 /// The machine with the template's intent written on it, or `None` when it already carries it.
@@ -113,9 +148,7 @@ pub fn apply(
     settings: &Settings,
 ) -> Result<Option<Value>, Error> {
     let mut mutated = machine.clone();
-    let root = mutated
-        .as_object_mut()
-        .ok_or(Error::NotAnObject("object"))?;
+    let root = mutated.as_object_mut().ok_or(Error::MachineNotAnObject)?;
 
     let annotations = object_at(object_at(root, "metadata")?, "annotations")?;
     annotations.insert(
@@ -146,9 +179,9 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::{MachineSetLike, MetadataOnly, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
-    use crate::testing::fixture;
-    use crate::testing::referrer_kind as kind;
+    use crate::capi::{CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
+    use crate::error::Failure;
+    use crate::testing::{fixture, referrer_kind as kind, Memory};
     use rstest::rstest;
     use serde_json::json;
 
@@ -300,18 +333,18 @@ mod tests {
     }
 
     #[rstest]
-    #[case::not_an_object(json!([1]), "object")]
-    #[case::metadata_not_an_object(json!({"metadata": "x"}), "metadata")]
-    #[case::annotations_not_an_object(json!({"metadata": {"annotations": [1]}}), "annotations")]
-    #[case::spec_not_an_object(json!({"spec": 1}), "spec")]
-    fn malformed_machines(#[case] machine: Value, #[case] problem: &'static str) {
+    #[case::not_an_object(json!([1]), Error::MachineNotAnObject)]
+    #[case::metadata_not_an_object(json!({"metadata": "x"}), Error::PartNotAnObject("metadata"))]
+    #[case::annotations_not_an_object(json!({"metadata": {"annotations": [1]}}), Error::PartNotAnObject("annotations"))]
+    #[case::spec_not_an_object(json!({"spec": 1}), Error::PartNotAnObject("spec"))]
+    fn malformed_machines(#[case] machine: Value, #[case] problem: Error) {
         assert_eq!(
             apply(
                 &machine,
                 &intent(true, Some("disabled")),
                 &Settings::default()
             ),
-            Err(Error::NotAnObject(problem))
+            Err(problem)
         );
     }
 
@@ -336,7 +369,7 @@ mod tests {
         #[case] node_reuse: bool,
         #[case] mode: Option<&str>,
     ) {
-        let template: Metal3MachineTemplate = fixture(file);
+        let template: Object = fixture(file);
         let got = Intent::of("n", &template);
         assert_eq!(got.node_reuse, node_reuse);
         assert_eq!(got.cleaning_mode.as_deref(), mode);
@@ -344,13 +377,13 @@ mod tests {
 
     #[test]
     fn empty_cleaning_mode_on_template_is_no_mode() {
-        let template: Metal3MachineTemplate =
+        let template: Object =
             serde_json::from_value(json!({"spec": {"nodeReuse": false, "template": {"spec": {"automatedCleaningMode": ""}}}})).unwrap();
         assert_eq!(Intent::of("n", &template).cleaning_mode, None);
     }
 
     fn meta(value: Value) -> Metadata {
-        serde_json::from_value::<MetadataOnly>(json!({"metadata": value}))
+        serde_json::from_value::<Object>(json!({"metadata": value}))
             .unwrap()
             .metadata
     }
@@ -374,19 +407,74 @@ mod tests {
     #[case::v1beta1("v1beta1/05-machineset-old-revision.json")]
     #[case::v1beta2("v1beta2/05-machineset-old-revision.json")]
     fn owner_machine_set_names_the_template(#[case] file: &str) {
-        let ms: MachineSetLike = fixture(file);
+        let ms: Object = fixture(file);
+        let candidate = references::candidate_of(kind("MachineSet"), &ms).unwrap();
         assert_eq!(
-            metal3_template_named_by(&references::of_machine_set(&ms)),
+            metal3_template_named_by(&candidate),
             Some("edge-a-workers-1b8e4a60".into())
         );
     }
 
     #[test]
     fn owner_naming_another_provider_names_nothing() {
-        let ms: MachineSetLike = serde_json::from_value(json!({"spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "a"}}}}})).unwrap();
-        assert_eq!(
-            metal3_template_named_by(&references::of_machine_set(&ms)),
-            None
-        );
+        let ms: Object = serde_json::from_value(json!({"spec": {"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "a"}}}}})).unwrap();
+        let candidate = references::candidate_of(kind("MachineSet"), &ms).unwrap();
+        assert_eq!(metal3_template_named_by(&candidate), None);
+    }
+
+    fn owned_by(kind_name: &str, name: &str) -> Value {
+        let mut machine = created();
+        machine["metadata"]["annotations"] = json!({});
+        machine["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": format!("{}/v1beta2", kind(kind_name).resource.group),
+            "kind": kind_name, "name": name}]);
+        machine
+    }
+
+    fn naming(name: &str, template: &str) -> Candidate {
+        Candidate {
+            name: name.into(),
+            named: vec![references::NamedTemplate {
+                field: "spec.template.spec.infrastructureRef".into(),
+                reference: serde_json::from_value(json!({"apiGroup": INFRASTRUCTURE_GROUP, "kind": "Metal3MachineTemplate", "name": template})).unwrap(),
+            }],
+            ..Candidate::default()
+        }
+    }
+
+    fn reuse_template() -> Result<Value, Failure> {
+        Ok(
+            json!({"spec": {"nodeReuse": true, "template": {"spec": {"automatedCleaningMode": "disabled"}}}}),
+        )
+    }
+
+    /// The mutation end to end over the lookups: where the template comes from, what is asked,
+    /// and what a missing or failing lookup gives.
+    #[rstest]
+    #[case::annotations(created(), Memory::default().template("edge-a-workers-7f3c9d2e", reuse_template()), Ok(Some("edge-a-workers-7f3c9d2e")), vec!["Metal3MachineTemplate edge-a-workers-7f3c9d2e"])]
+    #[case::machine_set_owner(owned_by("MachineSet", "ms"), Memory::default().object("MachineSet", Ok(naming("ms", "t1"))).template("t1", reuse_template()), Ok(Some("t1")), vec!["MachineSet ms", "Metal3MachineTemplate t1"])]
+    #[case::control_plane_owner(owned_by("KubeadmControlPlane", "cp"), Memory::default().object("KubeadmControlPlane", Ok(naming("cp", "t2"))).template("t2", reuse_template()), Ok(Some("t2")), vec!["KubeadmControlPlane cp", "Metal3MachineTemplate t2"])]
+    #[case::owner_missing(owned_by("MachineSet", "gone"), Memory::default(), Err(Error::OwnerNamesNoTemplate { kind: "MachineSet", name: "gone".into() }), vec!["MachineSet gone"])]
+    #[case::template_missing(created(), Memory::default(), Err(Error::TemplateMissing("ns/edge-a-workers-7f3c9d2e".into())), vec!["Metal3MachineTemplate edge-a-workers-7f3c9d2e"])]
+    #[case::template_lookup_fails(created(), Memory::default().template("edge-a-workers-7f3c9d2e", Err(Failure::Other)), Err(Error::Lookup(crate::testing::lookup_error("Metal3MachineTemplate", Failure::Other))), vec!["Metal3MachineTemplate edge-a-workers-7f3c9d2e"])]
+    #[case::no_source(json!({"metadata": {"name": "m"}}), Memory::default(), Err(Error::NoTemplateSource), vec![])]
+    #[case::not_an_object(json!("machine"), Memory::default(), Err(Error::UnreadableMachine("invalid type: string \"machine\", expected struct Object at line 1 column 9".into())), vec![])]
+    fn record_intent_over_the_lookups(
+        #[case] machine: Value,
+        #[case] mut memory: Memory,
+        #[case] source: Result<Option<&str>, Error>,
+        #[case] asked: Vec<&str>,
+    ) {
+        let result = record_intent(&machine, "ns", &Settings::default(), &mut memory);
+        let got = result.map(|mutated| {
+            mutated.map(|m| {
+                m["metadata"]["annotations"][FROM]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        });
+        assert_eq!(got, source.map(|s| s.map(str::to_string)));
+        assert_eq!(memory.asked, asked);
     }
 }

@@ -1,16 +1,20 @@
-//! Which templates does an object name, and under which field? Every referrer kind's typed view
-//! becomes the same [`Candidate`], so the decision treats every kind alike.
+//! Which templates does an object name, and under which field? The catalogue's field paths are
+//! walked over the object's masked JSON, so the paths the host keeps and the paths read here are
+//! one list: a field cannot be extracted without being masked, or masked without being read.
 
-use crate::capi::{
-    ClusterClass, ControlPlane, MachineSetLike, MetadataOnly, Object, ObjectRef, TemplateSlot,
-    WorkerClass, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME,
-};
-use crate::catalogue::Shape;
+use serde_json::Value;
+
+use crate::capi::{Metadata, Object, ObjectRef, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
+use crate::catalogue::{split_key, ReferrerKind, CLUSTER};
+
+/// The label Cluster API puts on the objects of a Cluster.
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
 /// A field of an object that names a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedTemplate {
-    /// Path of the field, as a user would look it up (`kubectl explain` style).
+    /// Path of the field, as a user would look it up (`kubectl explain` style), list items named
+    /// by their key (`spec.workers.machineDeployments[class=md-0]...`).
     pub field: String,
     pub reference: ObjectRef,
 }
@@ -20,127 +24,176 @@ pub struct NamedTemplate {
 pub struct Candidate {
     pub name: String,
     pub deleting: bool,
-    /// A MachineSet scaled to zero with no machines left.
-    pub scaled_down: bool,
+    /// The Cluster it belongs to: `spec.clusterName`, else the cluster-name label; a Cluster
+    /// belongs to itself.
+    pub cluster: Option<String>,
+    /// `spec.replicas` and `status.replicas` (the machines it has), MachineSets only.
+    pub replicas: Option<i64>,
+    pub machines: Option<i64>,
     pub named: Vec<NamedTemplate>,
 }
 
-fn named(field: impl Into<String>, reference: &Option<ObjectRef>) -> Option<NamedTemplate> {
-    reference.as_ref().map(|reference| NamedTemplate {
-        field: field.into(),
-        reference: reference.clone(),
+impl Candidate {
+    /// A MachineSet scaled to zero with no machines left.
+    pub fn scaled_down(&self) -> bool {
+        self.replicas == Some(0) && self.machines == Some(0)
+    }
+
+    pub fn has_machines(&self) -> bool {
+        self.machines.unwrap_or(0) > 0
+    }
+}
+
+/// A field of a listed object that does not have the shape its path promises: the policy cannot
+/// tell what the object names, so the lookup fails (closed) rather than guess.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadField {
+    pub field: String,
+    pub expected: &'static str,
+}
+
+fn bad(field: &str, expected: &'static str) -> BadField {
+    BadField {
+        field: field.to_string(),
+        expected,
+    }
+}
+
+fn string_at(value: &Value, key: &str, field: &str) -> Result<Option<String>, BadField> {
+    match value.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(bad(field, "an object reference")),
+    }
+}
+
+/// A template reference in any of the shapes CAPI uses (see [`ObjectRef`]).
+fn reference_at(value: &Value, field: &str) -> Result<ObjectRef, BadField> {
+    if !value.is_object() {
+        return Err(bad(field, "an object reference"));
+    }
+    Ok(ObjectRef {
+        api_version: string_at(value, "apiVersion", field)?,
+        api_group: string_at(value, "apiGroup", field)?,
+        kind: string_at(value, "kind", field)?.unwrap_or_default(),
+        name: string_at(value, "name", field)?.unwrap_or_default(),
     })
 }
 
-fn candidate(
-    meta: &crate::capi::Metadata,
-    scaled_down: bool,
-    named: Vec<NamedTemplate>,
-) -> Candidate {
-    Candidate {
+/// Walks `path` (segments, `name[key]` for a list) from `value`, at `shown`; an absent or null
+/// step names nothing.
+fn walk(
+    value: &Value,
+    path: &[&str],
+    shown: &str,
+    out: &mut Vec<NamedTemplate>,
+) -> Result<(), BadField> {
+    let Some((segment, rest)) = path.split_first() else {
+        out.push(NamedTemplate {
+            field: shown.to_string(),
+            reference: reference_at(value, shown)?,
+        });
+        return Ok(());
+    };
+    let Value::Object(fields) = value else {
+        return Err(bad(shown, "an object"));
+    };
+    let (name, key) = split_key(segment);
+    let here = format!("{shown}.{name}");
+    let child = match fields.get(name) {
+        None | Some(Value::Null) => return Ok(()),
+        Some(child) => child,
+    };
+    let Some(key) = key else {
+        return walk(child, rest, &here, out);
+    };
+    let Value::Array(items) = child else {
+        return Err(bad(&here, "a list"));
+    };
+    for item in items {
+        let label = item.get(key).and_then(Value::as_str).unwrap_or_default();
+        walk(item, rest, &format!("{here}[{key}={label}]"), out)?;
+    }
+    Ok(())
+}
+
+/// Every template `object` names through `path` (a catalogue field).
+fn named_at(object: &Object, path: &str) -> Result<Vec<NamedTemplate>, BadField> {
+    let mut segments = path.split('.');
+    let root = match segments.next() {
+        Some("spec") => &object.spec,
+        Some("status") => &object.status,
+        _ => return Ok(vec![]),
+    };
+    let rest: Vec<&str> = segments.collect();
+    let mut out = Vec::new();
+    if !root.is_null() {
+        let start = if std::ptr::eq(root, &object.spec) {
+            "spec"
+        } else {
+            "status"
+        };
+        walk(root, &rest, start, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The fields besides references are read only where the kind masks them: a field read but not
+/// masked would be stripped by the host and silently read as absent.
+fn integer_at(kind: &ReferrerKind, object: &Object, path: &str) -> Result<Option<i64>, BadField> {
+    if !kind.resource.reads.contains(&path) {
+        return Ok(None);
+    }
+    match object.at(path) {
+        None => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| bad(path, "an integer")),
+    }
+}
+
+fn text_at(kind: &ReferrerKind, object: &Object, path: &str) -> Result<Option<String>, BadField> {
+    if !kind.resource.reads.contains(&path) {
+        return Ok(None);
+    }
+    match object.at(path) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(bad(path, "a string")),
+    }
+}
+
+/// What a listed object of `kind` names, and what the decision needs to know of it.
+pub fn candidate_of(kind: &ReferrerKind, object: &Object) -> Result<Candidate, BadField> {
+    let mut named = Vec::new();
+    for field in kind.fields {
+        named.extend(named_at(object, field)?);
+    }
+    if kind.cloned_from {
+        named.extend(of_cloned(&object.metadata));
+    }
+    let meta = &object.metadata;
+    let cluster = if kind.resource == CLUSTER {
+        Some(meta.name.clone())
+    } else {
+        text_at(kind, object, "spec.clusterName")?
+            .filter(|name| !name.is_empty())
+            .or_else(|| meta.label(CLUSTER_NAME_LABEL).map(str::to_string))
+    };
+    Ok(Candidate {
         name: meta.name.clone(),
         deleting: meta.is_deleting(),
-        scaled_down,
+        cluster,
+        replicas: integer_at(kind, object, "spec.replicas")?,
+        machines: integer_at(kind, object, "status.replicas")?,
         named,
-    }
-}
-
-/// MachineDeployment / MachineSet: the infrastructure and bootstrap template of its machines.
-pub fn of_machine_set(object: &MachineSetLike) -> Candidate {
-    let spec = &object.spec.template.spec;
-    let scaled_down = object.spec.replicas == Some(0) && object.status.replicas == Some(0);
-    let named = [
-        named(
-            "spec.template.spec.infrastructureRef",
-            &spec.infrastructure_ref,
-        ),
-        named(
-            "spec.template.spec.bootstrap.configRef",
-            &spec.bootstrap.config_ref,
-        ),
-    ];
-    candidate(
-        &object.metadata,
-        scaled_down,
-        named.into_iter().flatten().collect(),
-    )
-}
-
-/// KubeadmControlPlane / RKE2ControlPlane: the machine template, in every place it has lived.
-pub fn of_control_plane(object: &ControlPlane) -> Candidate {
-    let spec = &object.spec;
-    let named = [
-        named(
-            "spec.machineTemplate.infrastructureRef",
-            &spec.machine_template.infrastructure_ref,
-        ),
-        named(
-            "spec.machineTemplate.spec.infrastructureRef",
-            &spec.machine_template.spec.infrastructure_ref,
-        ),
-        named("spec.infrastructureRef", &spec.infrastructure_ref),
-    ];
-    candidate(
-        &object.metadata,
-        false,
-        named.into_iter().flatten().collect(),
-    )
-}
-
-fn of_slot(prefix: &str, slot: &TemplateSlot, out: &mut Vec<NamedTemplate>) {
-    out.extend(named(format!("{prefix}.ref"), &slot.reference));
-    out.extend(named(format!("{prefix}.templateRef"), &slot.template_ref));
-}
-
-fn of_worker_classes(list: &str, classes: &[WorkerClass], out: &mut Vec<NamedTemplate>) {
-    for worker in classes {
-        let at = format!("spec.workers.{list}[class={}]", worker.class);
-        of_slot(
-            &format!("{at}.template.infrastructure"),
-            &worker.template.infrastructure,
-            out,
-        );
-        of_slot(
-            &format!("{at}.template.bootstrap"),
-            &worker.template.bootstrap,
-            out,
-        );
-        of_slot(&format!("{at}.infrastructure"), &worker.infrastructure, out);
-        of_slot(&format!("{at}.bootstrap"), &worker.bootstrap, out);
-    }
-}
-
-/// ClusterClass: its infrastructure and control-plane templates, the control plane's machine
-/// infrastructure and every worker class template.
-pub fn of_cluster_class(object: &ClusterClass) -> Candidate {
-    let spec = &object.spec;
-    let mut out = Vec::new();
-    of_slot("spec.infrastructure", &spec.infrastructure, &mut out);
-    out.extend(named(
-        "spec.controlPlane.ref",
-        &spec.control_plane.reference,
-    ));
-    out.extend(named(
-        "spec.controlPlane.templateRef",
-        &spec.control_plane.template_ref,
-    ));
-    of_slot(
-        "spec.controlPlane.machineInfrastructure",
-        &spec.control_plane.machine_infrastructure,
-        &mut out,
-    );
-    of_worker_classes(
-        "machineDeployments",
-        &spec.workers.machine_deployments,
-        &mut out,
-    );
-    of_worker_classes("machinePools", &spec.workers.machine_pools, &mut out);
-    candidate(&object.metadata, false, out)
+    })
 }
 
 /// The template an object was cloned from, as its cloned-from annotations name it: the name and
 /// `Kind.group` (split at the first dot, as kinds have none).
-pub fn cloned_from(meta: &crate::capi::Metadata) -> Option<ObjectRef> {
+pub fn cloned_from(meta: &Metadata) -> Option<ObjectRef> {
     let name = meta.annotation(CLONED_FROM_NAME)?;
     let (kind, group) = meta.annotation(CLONED_FROM_GROUPKIND)?.split_once('.')?;
     Some(ObjectRef {
@@ -151,40 +204,32 @@ pub fn cloned_from(meta: &crate::capi::Metadata) -> Option<ObjectRef> {
     })
 }
 
-/// What a listed object of a referrer kind's shape names.
-pub fn candidate_of(shape: Shape, object: &Object) -> Candidate {
-    match shape {
-        Shape::MachineSetLike => of_machine_set(object),
-        Shape::ControlPlane => of_control_plane(object),
-        Shape::ClusterClass => of_cluster_class(object),
-        Shape::ClonedFrom => of_cloned(object),
-    }
-}
-
 /// Metal3Machine: the template named by its cloned-from annotations.
-pub fn of_cloned(object: &MetadataOnly) -> Candidate {
-    let named = cloned_from(&object.metadata).map(|reference| NamedTemplate {
+fn of_cloned(meta: &Metadata) -> Option<NamedTemplate> {
+    cloned_from(meta).map(|reference| NamedTemplate {
         field: format!("metadata.annotations[{CLONED_FROM_NAME}]"),
         reference,
-    });
-    candidate(&object.metadata, false, named.into_iter().collect())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::capi::TemplateRef;
-    use crate::catalogue::INFRASTRUCTURE_GROUP;
-    use crate::testing::fixture;
+    use crate::catalogue::{INFRASTRUCTURE_GROUP, REFERRERS};
+    use crate::testing::{fixture, masked, referrer_kind as kind};
     use rstest::rstest;
     use serde_json::json;
 
-    fn fields(candidate: Candidate) -> Vec<(String, String)> {
-        candidate
+    fn fields_of(kind_name: &str, object: &Object) -> Vec<(String, String)> {
+        let mut fields: Vec<(String, String)> = candidate_of(kind(kind_name), object)
+            .unwrap()
             .named
             .into_iter()
-            .map(|n| (n.field, n.reference.name.clone()))
-            .collect()
+            .map(|n| (n.field, n.reference.name))
+            .collect();
+        fields.sort();
+        fields
     }
 
     fn pair(field: &str, name: &str) -> (String, String) {
@@ -195,17 +240,16 @@ mod tests {
     #[case::v1beta1("v1beta1/04-machinedeployment.json")]
     #[case::v1beta2("v1beta2/04-machinedeployment.json")]
     fn machine_deployment_names_both_templates(#[case] file: &str) {
-        let md: MachineSetLike = fixture(file);
         assert_eq!(
-            fields(of_machine_set(&md)),
+            fields_of("MachineDeployment", &fixture(file)),
             vec![
-                pair(
-                    "spec.template.spec.infrastructureRef",
-                    "edge-a-workers-7f3c9d2e"
-                ),
                 pair(
                     "spec.template.spec.bootstrap.configRef",
                     "edge-a-workers-kct-9a4f01"
+                ),
+                pair(
+                    "spec.template.spec.infrastructureRef",
+                    "edge-a-workers-7f3c9d2e"
                 ),
             ]
         );
@@ -213,37 +257,64 @@ mod tests {
 
     #[rstest]
     #[case::kcp_v1beta1(
+        "KubeadmControlPlane",
         "v1beta1/07-kubeadmcontrolplane.json",
         "spec.machineTemplate.infrastructureRef",
         "edge-a-cp-5d21c0aa"
     )]
     #[case::kcp_v1beta2(
+        "KubeadmControlPlane",
         "v1beta2/08-kubeadmcontrolplane.json",
         "spec.machineTemplate.spec.infrastructureRef",
         "edge-a-cp-5d21c0aa"
     )]
     #[case::rke2_v1beta1(
+        "RKE2ControlPlane",
         "v1beta1/08-rke2controlplane.json",
         "spec.machineTemplate.infrastructureRef",
         "edge-b-cp-0c7e11f2"
     )]
     #[case::rke2_v1beta1_legacy(
+        "RKE2ControlPlane",
         "v1beta1/09-rke2controlplane-legacy-infraref.json",
         "spec.infrastructureRef",
         "edge-c-cp-9b02d4e1"
     )]
     #[case::rke2_v1beta2(
+        "RKE2ControlPlane",
         "v1beta2/10-rke2controlplane.json",
         "spec.machineTemplate.spec.infrastructureRef",
         "edge-b-cp-0c7e11f2"
     )]
     fn control_plane_names_its_machine_template(
+        #[case] kind_name: &str,
         #[case] file: &str,
         #[case] field: &str,
         #[case] name: &str,
     ) {
-        let cp: ControlPlane = fixture(file);
-        assert_eq!(fields(of_control_plane(&cp)), vec![pair(field, name)]);
+        assert_eq!(
+            fields_of(kind_name, &fixture(file)),
+            vec![pair(field, name)]
+        );
+    }
+
+    /// The other control planes, each at the path its own API types give.
+    #[rstest]
+    #[case::talos("TalosControlPlane", json!({"infrastructureTemplate": {"kind": "K", "name": "t"}}), "spec.infrastructureTemplate")]
+    #[case::microk8s("MicroK8sControlPlane", json!({"machineTemplate": {"infrastructureTemplate": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureTemplate")]
+    #[case::ck8s("CK8sControlPlane", json!({"machineTemplate": {"infrastructureTemplate": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureTemplate")]
+    #[case::k0s("K0sControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::k3s("KThreesControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::ocne("OCNEControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::etcdadm("EtcdadmCluster", json!({"infrastructureTemplate": {"kind": "K", "name": "t"}}), "spec.infrastructureTemplate")]
+    fn every_control_plane_names_its_machine_template(
+        #[case] kind_name: &str,
+        #[case] spec: Value,
+        #[case] field: &str,
+    ) {
+        let object: Object =
+            serde_json::from_value(json!({"metadata": {"name": "cp"}, "spec": spec})).unwrap();
+        assert_eq!(fields_of(kind_name, &object), vec![pair(field, "t")]);
     }
 
     #[rstest]
@@ -254,46 +325,179 @@ mod tests {
         #[case] slot: &str,
         #[case] nesting: &str,
     ) {
-        let class: ClusterClass = fixture(file);
         let worker = "spec.workers.machineDeployments[class=storage]";
-        assert_eq!(
-            fields(of_cluster_class(&class)),
-            vec![
-                pair(
-                    &format!("spec.infrastructure.{slot}"),
-                    "metal3-kubeadm-cluster"
-                ),
-                pair(&format!("spec.controlPlane.{slot}"), "metal3-kubeadm-cp"),
-                pair(
-                    &format!("spec.controlPlane.machineInfrastructure.{slot}"),
-                    "metal3-kubeadm-cp-machines"
-                ),
-                pair(
-                    &format!("{worker}.{nesting}infrastructure.{slot}"),
-                    "metal3-kubeadm-storage-machines"
-                ),
-                pair(
-                    &format!("{worker}.{nesting}bootstrap.{slot}"),
-                    "metal3-kubeadm-storage-bootstrap"
-                ),
-            ]
-        );
+        let mut expected = vec![
+            pair(
+                &format!("spec.infrastructure.{slot}"),
+                "metal3-kubeadm-cluster",
+            ),
+            pair(&format!("spec.controlPlane.{slot}"), "metal3-kubeadm-cp"),
+            pair(
+                &format!("spec.controlPlane.machineInfrastructure.{slot}"),
+                "metal3-kubeadm-cp-machines",
+            ),
+            pair(
+                &format!("{worker}.{nesting}infrastructure.{slot}"),
+                "metal3-kubeadm-storage-machines",
+            ),
+            pair(
+                &format!("{worker}.{nesting}bootstrap.{slot}"),
+                "metal3-kubeadm-storage-bootstrap",
+            ),
+        ];
+        expected.sort();
+        assert_eq!(fields_of("ClusterClass", &fixture(file)), expected);
     }
 
     #[test]
     fn cluster_class_machine_pools_count_too() {
-        let class: ClusterClass = serde_json::from_value(serde_json::json!({
+        let class: Object = serde_json::from_value(json!({
             "spec": {"workers": {"machinePools": [{"class": "pool", "bootstrap": {"templateRef": {
                 "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2", "kind": "KubeadmConfigTemplate", "name": "b"}}}]}}
         }))
         .unwrap();
         assert_eq!(
-            fields(of_cluster_class(&class)),
+            fields_of("ClusterClass", &class),
             vec![pair(
                 "spec.workers.machinePools[class=pool].bootstrap.templateRef",
                 "b"
             )]
         );
+    }
+
+    /// Remediation templates, v1beta1 and v1beta2 shapes.
+    #[rstest]
+    #[case::health_check_v1beta1("MachineHealthCheck", json!({"remediationTemplate": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3RemediationTemplate", "name": "r"}}), "spec.remediationTemplate")]
+    #[case::health_check_v1beta2("MachineHealthCheck", json!({"remediation": {"templateRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "Metal3RemediationTemplate", "name": "r"}}}), "spec.remediation.templateRef")]
+    #[case::class_control_plane_v1beta1("ClusterClass", json!({"controlPlane": {"machineHealthCheck": {"remediationTemplate": {"kind": "Metal3RemediationTemplate", "name": "r"}}}}), "spec.controlPlane.machineHealthCheck.remediationTemplate")]
+    #[case::class_worker_v1beta2("ClusterClass", json!({"workers": {"machineDeployments": [{"class": "md", "healthCheck": {"remediation": {"templateRef": {"kind": "Metal3RemediationTemplate", "name": "r"}}}}]}}), "spec.workers.machineDeployments[class=md].healthCheck.remediation.templateRef")]
+    #[case::topology_control_plane_v1beta2("Cluster", json!({"topology": {"controlPlane": {"healthCheck": {"remediation": {"templateRef": {"kind": "Metal3RemediationTemplate", "name": "r"}}}}}}), "spec.topology.controlPlane.healthCheck.remediation.templateRef")]
+    #[case::topology_worker_v1beta1("Cluster", json!({"topology": {"workers": {"machineDeployments": [{"name": "md-0", "machineHealthCheck": {"remediationTemplate": {"kind": "Metal3RemediationTemplate", "name": "r"}}}]}}}), "spec.topology.workers.machineDeployments[name=md-0].machineHealthCheck.remediationTemplate")]
+    fn remediation_templates_are_named_by_health_checks(
+        #[case] kind_name: &str,
+        #[case] spec: Value,
+        #[case] field: &str,
+    ) {
+        let object: Object =
+            serde_json::from_value(json!({"metadata": {"name": "o"}, "spec": spec})).unwrap();
+        assert_eq!(fields_of(kind_name, &object), vec![pair(field, "r")]);
+    }
+
+    /// A field whose shape is not the one its path promises is an error, not "names nothing".
+    #[rstest]
+    #[case::reference_is_a_string("MachineSet", json!({"spec": {"template": {"spec": {"infrastructureRef": "t"}}}}), "spec.template.spec.infrastructureRef", "an object reference")]
+    #[case::name_is_a_number("MachineSet", json!({"spec": {"template": {"spec": {"infrastructureRef": {"kind": "K", "name": 7}}}}}), "spec.template.spec.infrastructureRef", "an object reference")]
+    #[case::step_is_a_list("MachineDeployment", json!({"spec": {"template": []}}), "spec.template", "an object")]
+    #[case::workers_not_a_list("ClusterClass", json!({"spec": {"workers": {"machineDeployments": {}}}}), "spec.workers.machineDeployments", "a list")]
+    #[case::replicas_a_string("MachineSet", json!({"spec": {"replicas": "2"}}), "spec.replicas", "an integer")]
+    #[case::cluster_name_a_number("MachineDeployment", json!({"spec": {"clusterName": 1}}), "spec.clusterName", "a string")]
+    fn fields_of_the_wrong_shape_are_errors(
+        #[case] kind_name: &str,
+        #[case] object: Value,
+        #[case] field: &str,
+        #[case] expected: &'static str,
+    ) {
+        let object: Object = serde_json::from_value(object).unwrap();
+        assert_eq!(
+            candidate_of(kind(kind_name), &object),
+            Err(BadField {
+                field: field.into(),
+                expected,
+            })
+        );
+    }
+
+    #[rstest]
+    #[case::label("MachineDeployment", json!({"metadata": {"name": "md", "labels": {CLUSTER_NAME_LABEL: "a"}}}), Some("a"))]
+    #[case::cluster_name_wins("MachineSet", json!({"metadata": {"name": "ms", "labels": {CLUSTER_NAME_LABEL: "a"}}, "spec": {"clusterName": "b"}}), Some("b"))]
+    #[case::a_cluster_is_its_own("Cluster", json!({"metadata": {"name": "c"}}), Some("c"))]
+    #[case::none("ClusterClass", json!({"metadata": {"name": "cc"}}), None)]
+    fn the_cluster_a_referrer_belongs_to(
+        #[case] kind_name: &str,
+        #[case] object: Value,
+        #[case] cluster: Option<&str>,
+    ) {
+        let object: Object = serde_json::from_value(object).unwrap();
+        assert_eq!(
+            candidate_of(kind(kind_name), &object)
+                .unwrap()
+                .cluster
+                .as_deref(),
+            cluster
+        );
+    }
+
+    /// An object of `kind` with every field of the catalogue set (each list with two items), and
+    /// unrelated fields beside them: what masking must never change the reading of.
+    fn everything(kind: &ReferrerKind) -> Value {
+        let reference = json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "K", "name": "t"});
+        let mut object = json!({"metadata": {"name": "o", "labels": {CLUSTER_NAME_LABEL: "c"}, "annotations": {CLONED_FROM_NAME: "t", CLONED_FROM_GROUPKIND: "K.infrastructure.cluster.x-k8s.io"}}, "spec": {"unrelated": 1, "clusterName": "c", "replicas": 2}, "status": {"replicas": 1, "other": true}});
+        fn set(value: &mut Value, path: &[&str], leaf: &Value) {
+            let Some((segment, rest)) = path.split_first() else {
+                *value = leaf.clone();
+                return;
+            };
+            let (name, key) = split_key(segment);
+            let slot = &mut value[name];
+            match key {
+                None => set(slot, rest, leaf),
+                Some(key) => {
+                    if !slot.is_array() {
+                        *slot = json!([{key: "a", "unrelated": 1}, {key: "b"}]);
+                    }
+                    for item in slot.as_array_mut().into_iter().flatten() {
+                        set(item, rest, leaf);
+                    }
+                }
+            }
+        }
+        for field in kind.fields {
+            let path: Vec<&str> = field.split('.').collect();
+            set(&mut object, &path, &reference);
+        }
+        object
+    }
+
+    /// The one-table promise: for every referrer kind, the host's masking (the policy server
+    /// keeps only the masked paths) never changes what the policy extracts.
+    #[test]
+    fn masking_never_changes_what_is_extracted() {
+        let fixtures: Vec<(&str, &str)> = vec![
+            ("MachineDeployment", "v1beta1/04-machinedeployment.json"),
+            ("MachineDeployment", "v1beta2/04-machinedeployment.json"),
+            ("MachineSet", "v1beta1/05-machineset-old-revision.json"),
+            ("MachineSet", "v1beta2/05-machineset-old-revision.json"),
+            ("KubeadmControlPlane", "v1beta1/07-kubeadmcontrolplane.json"),
+            ("KubeadmControlPlane", "v1beta2/08-kubeadmcontrolplane.json"),
+            (
+                "RKE2ControlPlane",
+                "v1beta1/09-rke2controlplane-legacy-infraref.json",
+            ),
+            ("RKE2ControlPlane", "v1beta2/10-rke2controlplane.json"),
+            ("ClusterClass", "v1beta1/11-clusterclass.json"),
+            ("ClusterClass", "v1beta2/13-clusterclass.json"),
+            ("Metal3Machine", "v1beta1/06-metal3machine-worker.json"),
+            ("Metal3Machine", "v1beta2/06-metal3machine-worker.json"),
+        ];
+        let mut objects: Vec<(&ReferrerKind, Value)> = fixtures
+            .into_iter()
+            .map(|(k, file)| (kind(k), fixture::<Value>(file)))
+            .collect();
+        objects.extend(REFERRERS.iter().map(|k| (k, everything(k))));
+        for (kind, object) in objects {
+            let whole: Object = serde_json::from_value(object.clone()).unwrap();
+            let kept: Object = serde_json::from_value(masked(&object, &kind.masks())).unwrap();
+            let expected = candidate_of(kind, &whole).unwrap();
+            assert_eq!(
+                candidate_of(kind, &kept).unwrap(),
+                expected,
+                "{}",
+                kind.kind()
+            );
+            if !kind.cloned_from {
+                assert!(!expected.named.is_empty(), "{}: names nothing", kind.kind());
+            }
+        }
     }
 
     fn template(group: &str, kind: &str, name: &str) -> TemplateRef {
@@ -343,12 +547,12 @@ mod tests {
         #[case] groupkind: &str,
         #[case] expected: Option<(&str, &str)>,
     ) {
-        let mut machine: MetadataOnly = fixture("v1beta2/06-metal3machine-worker.json");
+        let mut machine: Object = fixture("v1beta2/06-metal3machine-worker.json");
         machine
             .metadata
             .annotations
             .insert(CLONED_FROM_GROUPKIND.into(), groupkind.into());
-        let candidate = of_cloned(&machine);
+        let candidate = candidate_of(kind("Metal3Machine"), &machine).unwrap();
         let got: Option<(String, String, String)> = candidate.named.first().map(|n| {
             (
                 n.reference.group().unwrap_or_default().to_string(),
@@ -368,7 +572,8 @@ mod tests {
 
     #[test]
     fn metal3_machine_without_annotations_names_nothing() {
-        assert_eq!(of_cloned(&MetadataOnly::default()).named, vec![]);
+        let candidate = candidate_of(kind("Metal3Machine"), &Object::default()).unwrap();
+        assert_eq!(candidate.named, vec![]);
     }
 
     #[rstest]
@@ -376,8 +581,11 @@ mod tests {
     #[case::machines_left(json!({"spec": {"replicas": 0}, "status": {"replicas": 1}}), false)]
     #[case::status_unknown(json!({"spec": {"replicas": 0}}), false)]
     #[case::scaled_up(json!({"spec": {"replicas": 2}, "status": {"replicas": 0}}), false)]
-    fn scaled_down_machine_sets(#[case] value: serde_json::Value, #[case] expected: bool) {
-        let ms: MachineSetLike = serde_json::from_value(value).unwrap();
-        assert_eq!(of_machine_set(&ms).scaled_down, expected);
+    fn scaled_down_machine_sets(#[case] value: Value, #[case] expected: bool) {
+        let ms: Object = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            candidate_of(kind("MachineSet"), &ms).unwrap().scaled_down(),
+            expected
+        );
     }
 }

@@ -6,20 +6,20 @@
 use serde_json::{Map, Value};
 
 use crate::capi::{CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
-use crate::catalogue::{Version, VersionSetting};
+use crate::catalogue::{VersionSetting, V1BETA1, V1BETA2};
 use crate::error::{Error, KeyProblem};
 
 pub const DEFAULT_NODE_REUSE_ANNOTATION: &str = "capi-template-guard.kubewarden.io/node-reuse";
 pub const DEFAULT_SOURCE_TEMPLATE_ANNOTATION: &str =
     "capi-template-guard.kubewarden.io/source-template";
 
-/// The version a group is read at: found by asking (`auto`), or fixed by the operator.
+/// The version a group is read at: the newest its CRDs serve (`auto`), or fixed by the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VersionChoice {
-    /// v1beta2, and v1beta1 when the API server does not serve the kind at v1beta2.
+    /// The newest version the kind's CRD serves among those the policy can read.
     #[default]
     Auto,
-    Fixed(Version),
+    Fixed(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,16 +65,77 @@ impl Settings {
     }
 }
 
-pub const KNOWN: [&str; 8] = [
-    "capiApiVersion",
-    "controlPlaneApiVersion",
-    "metal3ApiVersion",
-    "countScaledDownMachineSets",
-    "failOpenOnLookupError",
-    "mutateMetal3Machines",
-    "nodeReuseAnnotation",
-    "sourceTemplateAnnotation",
+/// One known setting: its name and how its value is read into [`Settings`].
+pub struct Known {
+    pub name: &'static str,
+    read: fn(&mut Settings, &'static str, &Value) -> Result<(), Error>,
+}
+
+/// Every setting the policy knows, in the order messages list them: the one table settings are
+/// parsed from.
+pub const KNOWN: [Known; 8] = [
+    Known {
+        name: "capiApiVersion",
+        read: |s, name, value| {
+            s.capi_api_version = version(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "controlPlaneApiVersion",
+        read: |s, name, value| {
+            s.control_plane_api_version = version(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "metal3ApiVersion",
+        read: |s, name, value| {
+            s.metal3_api_version = version(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "countScaledDownMachineSets",
+        read: |s, name, value| {
+            s.count_scaled_down_machine_sets = boolean(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "failOpenOnLookupError",
+        read: |s, name, value| {
+            s.fail_open_on_lookup_error = boolean(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "mutateMetal3Machines",
+        read: |s, name, value| {
+            s.mutate_metal3_machines = boolean(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "nodeReuseAnnotation",
+        read: |s, name, value| {
+            s.node_reuse_annotation = string(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: "sourceTemplateAnnotation",
+        read: |s, name, value| {
+            s.source_template_annotation = string(name, value)?;
+            Ok(())
+        },
+    },
 ];
+
+/// The names of the known settings, in table order.
+pub fn known_names() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().map(|k| k.name)
+}
 
 fn wrong(setting: &'static str, expected: &'static str, value: &Value) -> Error {
     Error::SettingValue {
@@ -87,8 +148,8 @@ fn wrong(setting: &'static str, expected: &'static str, value: &Value) -> Error 
 fn version(setting: &'static str, value: &Value) -> Result<VersionChoice, Error> {
     match value.as_str() {
         Some("auto") => Ok(VersionChoice::Auto),
-        Some("v1beta1") => Ok(VersionChoice::Fixed(Version::V1beta1)),
-        Some("v1beta2") => Ok(VersionChoice::Fixed(Version::V1beta2)),
+        Some(V1BETA1) => Ok(VersionChoice::Fixed(V1BETA1)),
+        Some(V1BETA2) => Ok(VersionChoice::Fixed(V1BETA2)),
         _ => Err(wrong(
             setting,
             "\"auto\", \"v1beta1\" or \"v1beta2\"",
@@ -121,7 +182,7 @@ impl TryFrom<Value> for Settings {
         };
         let mut unknown: Vec<String> = fields
             .keys()
-            .filter(|key| !KNOWN.contains(&key.as_str()))
+            .filter(|key| !known_names().any(|name| name == key.as_str()))
             .cloned()
             .collect();
         if !unknown.is_empty() {
@@ -129,28 +190,11 @@ impl TryFrom<Value> for Settings {
             return Err(Error::UnknownSettings(unknown));
         }
         let mut settings = Settings::default();
-        for (setting, value) in KNOWN.iter().filter_map(|k| fields.get(*k).map(|v| (*k, v))) {
-            // An explicit null means "use the default", as Helm values often render it.
-            if value.is_null() {
-                continue;
-            }
-            match setting {
-                "capiApiVersion" => settings.capi_api_version = version(setting, value)?,
-                "controlPlaneApiVersion" => {
-                    settings.control_plane_api_version = version(setting, value)?
-                }
-                "metal3ApiVersion" => settings.metal3_api_version = version(setting, value)?,
-                "countScaledDownMachineSets" => {
-                    settings.count_scaled_down_machine_sets = boolean(setting, value)?
-                }
-                "failOpenOnLookupError" => {
-                    settings.fail_open_on_lookup_error = boolean(setting, value)?
-                }
-                "mutateMetal3Machines" => {
-                    settings.mutate_metal3_machines = boolean(setting, value)?
-                }
-                "nodeReuseAnnotation" => settings.node_reuse_annotation = string(setting, value)?,
-                _ => settings.source_template_annotation = string(setting, value)?,
+        for known in &KNOWN {
+            match fields.get(known.name) {
+                // An explicit null means "use the default", as Helm values often render it.
+                None | Some(Value::Null) => {}
+                Some(value) => (known.read)(&mut settings, known.name, value)?,
             }
         }
         Ok(settings)
@@ -291,8 +335,8 @@ mod tests {
         assert_eq!(
             settings,
             Settings {
-                capi_api_version: VersionChoice::Fixed(Version::V1beta2),
-                control_plane_api_version: VersionChoice::Fixed(Version::V1beta1),
+                capi_api_version: VersionChoice::Fixed(V1BETA2),
+                control_plane_api_version: VersionChoice::Fixed(V1BETA1),
                 metal3_api_version: VersionChoice::Auto,
                 count_scaled_down_machine_sets: true,
                 fail_open_on_lookup_error: true,

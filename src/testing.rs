@@ -1,11 +1,19 @@
-//! Test helpers: fixtures from `test_data/` and an in-memory [`Cluster`].
+//! Test helpers: fixtures from `test_data/` and an in-memory [`Host`] that behaves like the
+//! policy server: it answers the CRD list from the kinds it has installed, applies the field
+//! masks of every call (outside `apiVersion`, `kind` and `metadata`, lists transparent) and fails
+//! loudly on a call it has no answer for.
 
-use crate::catalogue::{ReferrerKind, REFERRERS};
-use crate::cluster::Cluster;
+use crate::capi::Object;
+use crate::catalogue::{ReferrerKind, Resource, CRD, METAL3_MACHINE_TEMPLATE, REFERRERS};
+use crate::error::{Failure, Lookup, LookupError};
+use crate::host::Host;
+use crate::lookups::{ClusterState, Lookups};
+use crate::references::Candidate;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListResourcesByNamespaceRequest,
+    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,32 +33,152 @@ pub fn referrer_kind(name: &str) -> &'static ReferrerKind {
 }
 
 /// Wraps objects into a list answer as the host sends it.
-pub fn list_of(api_version: &str, kind: &str, items: &[serde_json::Value]) -> String {
-    serde_json::json!({"apiVersion": api_version, "kind": format!("{kind}List"), "items": items})
-        .to_string()
+pub fn list_of(api_version: &str, kind: &str, items: &[Value]) -> String {
+    json!({"apiVersion": api_version, "kind": format!("{kind}List"), "items": items}).to_string()
+}
+
+/// The policy server's field-mask pruning: `apiVersion`, `kind` and `metadata` stay whole (the
+/// host keeps metadata today), everything else only along a mask; lists are transparent.
+pub fn masked(object: &Value, masks: &BTreeSet<String>) -> Value {
+    fn prune(value: &Value, tree: &Map<String, Value>) -> Value {
+        if tree.is_empty() {
+            return value.clone();
+        }
+        match value {
+            Value::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let sub = tree.get(k)?.as_object()?;
+                        Some((k.clone(), prune(v, sub)))
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| prune(v, tree)).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut tree = Map::new();
+    for mask in masks {
+        let mut node = &mut tree;
+        for part in mask.split('.') {
+            node = node
+                .entry(part)
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("a mask tree node");
+        }
+    }
+    let Value::Object(fields) = object else {
+        return object.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in fields {
+        if ["apiVersion", "kind", "metadata"].contains(&key.as_str()) {
+            out.insert(key.clone(), value.clone());
+        } else if let Some(Value::Object(sub)) = tree.get(key) {
+            out.insert(key.clone(), prune(value, sub));
+        }
+    }
+    Value::Object(out)
+}
+
+fn masked_answer(json: &str, masks: &Option<BTreeSet<String>>) -> String {
+    let Some(masks) = masks.as_ref().filter(|m| !m.is_empty()) else {
+        return json.to_string();
+    };
+    let Ok(mut value) = serde_json::from_str::<Value>(json) else {
+        return json.to_string();
+    };
+    if let Some(Value::Array(items)) = value.get_mut("items") {
+        for item in items.iter_mut() {
+            *item = masked(item, masks);
+        }
+    } else if value.get("metadata").is_some() {
+        value = masked(&value, masks);
+    }
+    value.to_string()
 }
 
 type Key = (&'static str, String, String, String);
 
 /// Answers host calls from a table and records every call; a call with no answer fails with a
 /// text that names it, so a test that expected other calls fails loudly.
-#[derive(Default)]
-pub struct FakeCluster {
+pub struct FakeHost {
     answers: BTreeMap<Key, Result<String, String>>,
-    /// A version the simulated release does not serve: calls at it with no answer of their own
-    /// get the host's not-served text.
-    unserved: Option<&'static str>,
+    /// The installed kinds and the versions their CRDs serve: the answer to the CRD list.
+    installed: BTreeMap<(String, String, String), Vec<String>>,
     calls: RefCell<Vec<String>>,
 }
 
-fn masks(masks: &Option<BTreeSet<String>>) -> String {
-    let masks: Vec<&str> = masks.iter().flatten().map(String::as_str).collect();
-    format!("[{}]", masks.join(", "))
+/// The kinds a Metal3 management cluster with kubeadm has: Cluster API, the kubeadm control
+/// plane and Metal3.
+const USUAL: [&str; 8] = [
+    "MachineDeployment",
+    "MachineSet",
+    "KubeadmControlPlane",
+    "ClusterClass",
+    "MachineHealthCheck",
+    "Cluster",
+    "Metal3Machine",
+    "Metal3MachineTemplate",
+];
+
+fn resource_named(kind: &str) -> &'static Resource {
+    REFERRERS
+        .iter()
+        .map(|r| &r.resource)
+        .chain([&METAL3_MACHINE_TEMPLATE])
+        .find(|r| r.kind == kind)
+        .unwrap_or_else(|| panic!("{kind} is not in the catalogue"))
 }
 
-impl FakeCluster {
+impl Default for FakeHost {
+    fn default() -> Self {
+        Self::serving(&["v1beta2", "v1beta1"])
+    }
+}
+
+impl FakeHost {
+    /// The usual kinds, served at both versions (Cluster API 1.11 and newer).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The usual kinds, served at `versions` only.
+    pub fn serving(versions: &[&str]) -> Self {
+        let mut host = FakeHost {
+            answers: BTreeMap::new(),
+            installed: BTreeMap::new(),
+            calls: RefCell::new(vec![]),
+        };
+        for kind in USUAL {
+            host = host.install(kind, versions);
+        }
+        host
+    }
+
+    /// A release that serves only v1beta1 (Cluster API before 1.11).
+    pub fn v1beta1_only() -> Self {
+        Self::serving(&["v1beta1"])
+    }
+
+    /// Installs `kind` (a catalogue kind) with a CRD serving `versions`.
+    pub fn install(mut self, kind: &str, versions: &[&str]) -> Self {
+        let r = resource_named(kind);
+        self.installed.insert(
+            (r.group.into(), r.kind.into(), r.plural.into()),
+            versions.iter().map(|v| v.to_string()).collect(),
+        );
+        self
+    }
+
+    /// Removes the CRD of `kind`.
+    pub fn uninstall(mut self, kind: &str) -> Self {
+        let r = resource_named(kind);
+        self.installed
+            .remove(&(r.group.into(), r.kind.into(), r.plural.into()));
+        self
     }
 
     fn with(mut self, key: Key, answer: Result<String, String>) -> Self {
@@ -72,6 +200,17 @@ impl FakeCluster {
         )
     }
 
+    /// Answers the CRD list with `answer` instead of the installed kinds.
+    pub fn answer_crds(self, answer: Result<&str, &str>) -> Self {
+        let key = (
+            "list-all",
+            CRD.api_version("v1"),
+            CRD.kind.into(),
+            String::new(),
+        );
+        self.with(key, answer.map(str::to_string).map_err(str::to_string))
+    }
+
     pub fn answer_get(self, api_version: &str, kind: &str, name: &str, json: &str) -> Self {
         self.with(
             ("get", api_version.into(), kind.into(), name.into()),
@@ -86,75 +225,201 @@ impl FakeCluster {
         )
     }
 
-    /// A release that serves only v1beta1 (Cluster API before 1.11).
-    pub fn v1beta1_only() -> Self {
-        FakeCluster {
-            unserved: Some("v1beta2"),
-            ..Self::default()
-        }
-    }
-
-    /// A release that serves only v1beta2 (Cluster API after v1beta1 is dropped).
-    pub fn v1beta2_only() -> Self {
-        FakeCluster {
-            unserved: Some("v1beta1"),
-            ..Self::default()
-        }
-    }
-
     /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<String> {
         self.calls.borrow().clone()
     }
 
-    fn answer(&self, key: Key, call: String) -> Result<Vec<u8>, String> {
+    fn crd_list(&self) -> String {
+        let items: Vec<Value> = self
+            .installed
+            .iter()
+            .map(|((group, kind, plural), versions)| {
+                json!({
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "CustomResourceDefinition",
+                    "metadata": {"name": format!("{plural}.{group}")},
+                    "spec": {
+                        "group": group,
+                        "names": {"kind": kind, "plural": plural},
+                        "versions": versions.iter().map(|v| json!({"name": v, "served": true})).collect::<Vec<_>>(),
+                    },
+                })
+            })
+            .collect();
+        list_of(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            &items,
+        )
+    }
+
+    fn answer(
+        &self,
+        key: Key,
+        call: String,
+        masks: &Option<BTreeSet<String>>,
+    ) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push(call.clone());
         match self.answers.get(&key) {
-            Some(Ok(json)) => Ok(json.clone().into_bytes()),
+            Some(Ok(json)) => Ok(masked_answer(json, masks).into_bytes()),
             Some(Err(error)) => Err(error.clone()),
-            None => match self.unserved {
-                Some(version) if key.1.ends_with(&format!("/{version}")) => Err(format!(
-                    "Callback evaluation failure: Cannot find resource {}/{}",
-                    key.1, key.2
-                )),
-                _ => Err(format!("FakeCluster has no answer for: {call}")),
-            },
+            None if key.0 == "list-all" && key.2 == CRD.kind => {
+                Ok(masked_answer(&self.crd_list(), masks).into_bytes())
+            }
+            None => Err(format!("FakeHost has no answer for: {call}")),
         }
     }
 }
 
-impl Cluster for FakeCluster {
+impl Host for FakeHost {
     fn list_resources_by_namespace(
         &self,
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String> {
         assert!(r.label_selector.is_none() && r.field_selector.is_none());
-        let call = format!(
-            "list {} {} {} masks={}",
-            r.api_version,
-            r.kind,
-            r.namespace,
-            masks(&r.field_masks)
-        );
+        let call = format!("list {} {} {}", r.api_version, r.kind, r.namespace);
         self.answer(
             ("list", r.api_version.clone(), r.kind.clone(), String::new()),
             call,
+            &r.field_masks,
+        )
+    }
+
+    fn list_all_resources(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        assert!(r.label_selector.is_none() && r.field_selector.is_none());
+        let call = format!("list-all {} {}", r.api_version, r.kind);
+        self.answer(
+            (
+                "list-all",
+                r.api_version.clone(),
+                r.kind.clone(),
+                String::new(),
+            ),
+            call,
+            &r.field_masks,
         )
     }
 
     fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
         let call = format!(
-            "get {} {} {}/{} cache={} masks={}",
+            "get {} {} {}/{} cache={}",
             r.api_version,
             r.kind,
             r.namespace.as_deref().unwrap_or("-"),
             r.name,
             !r.disable_cache,
-            masks(&r.field_masks)
         );
         self.answer(
             ("get", r.api_version.clone(), r.kind.clone(), r.name.clone()),
             call,
+            &r.field_masks,
         )
+    }
+}
+
+/// Answers the [`Lookups`] trait from memory and records what was asked, in order: the fake for
+/// the pure decision and mutation. A kind with no list set is installed and empty.
+#[derive(Default)]
+pub struct Memory {
+    lists: BTreeMap<&'static str, Result<Vec<Candidate>, Failure>>,
+    objects: BTreeMap<(&'static str, String), Result<Candidate, Failure>>,
+    templates: BTreeMap<String, Result<Value, Failure>>,
+    clusters: BTreeMap<String, Result<ClusterState, Failure>>,
+    pub asked: Vec<String>,
+}
+
+/// A lookup error of `kind` (a catalogue kind) failing with `failure`.
+pub fn lookup_error(kind: &str, failure: Failure) -> LookupError {
+    LookupError {
+        lookup: Lookup::List {
+            api_version: "x/v1beta2".into(),
+            resource: crate::catalogue::resources_read()
+                .find(|r| r.kind == kind)
+                .expect("a kind of the catalogue"),
+            namespace: "ns".into(),
+        },
+        failure,
+        detail: "boom".into(),
+    }
+}
+
+impl Memory {
+    pub fn with(mut self, kind: &'static str, candidates: Vec<Candidate>) -> Self {
+        self.lists.insert(kind, Ok(candidates));
+        self
+    }
+
+    pub fn failing(mut self, kind: &'static str, failure: Failure) -> Self {
+        self.lists.insert(kind, Err(failure));
+        self
+    }
+
+    pub fn cluster_is(mut self, name: &str, state: Result<ClusterState, Failure>) -> Self {
+        self.clusters.insert(name.into(), state);
+        self
+    }
+
+    pub fn object(mut self, kind: &'static str, candidate: Result<Candidate, Failure>) -> Self {
+        let name = candidate
+            .as_ref()
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        self.objects.insert((kind, name), candidate);
+        self
+    }
+
+    pub fn template(mut self, name: &str, template: Result<Value, Failure>) -> Self {
+        self.templates.insert(name.into(), template);
+        self
+    }
+}
+
+impl Lookups for Memory {
+    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
+        self.asked.push(kind.kind().to_string());
+        match self.lists.get(kind.kind()) {
+            Some(Ok(list)) => Ok(list.clone()),
+            Some(Err(failure)) => Err(lookup_error(kind.kind(), *failure)),
+            None => Ok(vec![]),
+        }
+    }
+
+    fn referrer(
+        &mut self,
+        kind: &'static ReferrerKind,
+        name: &str,
+    ) -> Result<Option<Candidate>, LookupError> {
+        self.asked.push(format!("{} {name}", kind.kind()));
+        let key = self
+            .objects
+            .keys()
+            .find(|(k, n)| *k == kind.kind() && n == name)
+            .cloned();
+        match key.and_then(|key| self.objects.get(&key)) {
+            Some(Ok(found)) => Ok(Some(found.clone())),
+            Some(Err(failure)) => Err(lookup_error(kind.kind(), *failure)),
+            None => Ok(None),
+        }
+    }
+
+    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
+        self.asked.push(format!("Cluster {name}"));
+        match self.clusters.get(name) {
+            Some(Ok(state)) => Ok(*state),
+            Some(Err(failure)) => Err(lookup_error("Cluster", *failure)),
+            None => Ok(ClusterState::Gone),
+        }
+    }
+
+    fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError> {
+        self.asked.push(format!("Metal3MachineTemplate {name}"));
+        match self.templates.get(name) {
+            Some(Ok(found)) => Ok(Some(
+                serde_json::from_value(found.clone()).expect("a template object"),
+            )),
+            Some(Err(failure)) => Err(lookup_error("Metal3MachineTemplate", *failure)),
+            None => Ok(None),
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! shaped as the API server sends them.
 
 use super::*;
-use crate::testing::{fixture, list_of, FakeCluster};
+use crate::testing::{fixture, list_of, FakeHost};
 use serde_json::{json, Value};
 
 const V1_MD: &str = "cluster.x-k8s.io/v1beta1";
@@ -11,8 +11,6 @@ const V1_CP: &str = "controlplane.cluster.x-k8s.io/v1beta1";
 const V2_CP: &str = "controlplane.cluster.x-k8s.io/v1beta2";
 const V1_M3: &str = "infrastructure.cluster.x-k8s.io/v1beta1";
 const V2_M3: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
-const RKE2_MISSING: &str =
-    "Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane";
 
 fn request(case: &str) -> Value {
     let file = format!(
@@ -22,9 +20,9 @@ fn request(case: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
 }
 
-fn run(case: &str, settings: Value, cluster: &FakeCluster) -> ValidationResponse {
+fn run(case: &str, settings: Value, cluster: &FakeHost) -> ValidationResponse {
     let payload = json!({"request": request(case), "settings": settings});
-    let bytes = respond(payload.to_string().as_bytes(), cluster).unwrap();
+    let bytes = answer(payload.to_string().as_bytes(), cluster).unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
 
@@ -44,10 +42,10 @@ fn list(api_version: &str, kind: &str, files: &[&str]) -> String {
     list_of(api_version, kind, &items)
 }
 
-/// The v1beta1 lists of a namespace with one MachineDeployment, its old MachineSet, a KCP, no
-/// RKE2 provider and one Metal3Machine.
-fn v1_namespace() -> FakeCluster {
-    FakeCluster::v1beta1_only()
+/// The v1beta1 lists of a namespace with one MachineDeployment, its old MachineSet, a KCP and one
+/// Metal3Machine; no other control-plane provider is installed.
+fn v1_namespace() -> FakeHost {
+    FakeHost::v1beta1_only()
         .answer_list(
             V1_MD,
             "MachineDeployment",
@@ -75,7 +73,6 @@ fn v1_namespace() -> FakeCluster {
                 &["v1beta1/07-kubeadmcontrolplane.json"],
             ),
         )
-        .fail_list(V1_CP, "RKE2ControlPlane", RKE2_MISSING)
         .answer_list(V1_MD, "ClusterClass", &list(V1_MD, "ClusterClass", &[]))
         .answer_list(
             V1_M3,
@@ -88,18 +85,15 @@ fn v1_namespace() -> FakeCluster {
         )
 }
 
-/// With the default `auto` versions on a v1beta1-only release: one v1beta2 try per provider.
-const V1_LISTS: [&str; 10] = [
-    "list cluster.x-k8s.io/v1beta2 MachineDeployment edge-sites masks=[spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef]",
-    "list cluster.x-k8s.io/v1beta1 MachineDeployment edge-sites masks=[spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef]",
-    "list cluster.x-k8s.io/v1beta1 MachineSet edge-sites masks=[spec.replicas, spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef, status.replicas]",
-    "list controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
-    "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
-    "list controlplane.cluster.x-k8s.io/v1beta2 RKE2ControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
-    "list controlplane.cluster.x-k8s.io/v1beta1 RKE2ControlPlane edge-sites masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]",
-    "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites masks=[spec.controlPlane.machineInfrastructure, spec.controlPlane.ref, spec.controlPlane.templateRef, spec.infrastructure, spec.workers]",
-    "list infrastructure.cluster.x-k8s.io/v1beta2 Metal3Machine edge-sites masks=[metadata.name]",
-    "list infrastructure.cluster.x-k8s.io/v1beta1 Metal3Machine edge-sites masks=[metadata.name]",
+/// With the default `auto` versions on a v1beta1-only release: the CRDs, then one list per
+/// installed kind that can keep a node-reuse machine template, each at the version it is served.
+const V1_LISTS: [&str; 6] = [
+    "list-all apiextensions.k8s.io/v1 CustomResourceDefinition",
+    "list cluster.x-k8s.io/v1beta1 MachineDeployment edge-sites",
+    "list cluster.x-k8s.io/v1beta1 MachineSet edge-sites",
+    "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites",
+    "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites",
+    "list infrastructure.cluster.x-k8s.io/v1beta1 Metal3Machine edge-sites",
 ];
 
 #[test]
@@ -142,7 +136,7 @@ fn unused_template_is_accepted() {
 
 /// The v1beta2 lists a bootstrap template's deletion reads: a MachineDeployment naming it, no
 /// MachineSets, no ClusterClasses.
-fn bootstrap_namespace(cluster: FakeCluster) -> FakeCluster {
+fn bootstrap_namespace(cluster: FakeHost) -> FakeHost {
     cluster
         .answer_list(
             V2_MD,
@@ -159,7 +153,7 @@ fn bootstrap_namespace(cluster: FakeCluster) -> FakeCluster {
 
 #[test]
 fn bootstrap_template_reads_only_what_can_name_it() {
-    let cluster = bootstrap_namespace(FakeCluster::new());
+    let cluster = bootstrap_namespace(FakeHost::new());
     let response = run("guard-row1-bootstrap-template", v2(), &cluster);
     assert!(refusal(response, 409)
         .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
@@ -168,19 +162,27 @@ fn bootstrap_template_reads_only_what_can_name_it() {
         .iter()
         .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
         .collect();
-    assert_eq!(kinds, ["MachineDeployment", "MachineSet", "ClusterClass"]);
+    assert_eq!(
+        kinds,
+        [
+            "CustomResourceDefinition",
+            "MachineDeployment",
+            "MachineSet",
+            "ClusterClass"
+        ]
+    );
 }
 
 #[test]
 fn clusterctl_move_is_accepted_without_lookups() {
-    let cluster = FakeCluster::new();
+    let cluster = FakeHost::new();
     let response = run("guard-row5-clusterctl-move", v2(), &cluster);
     assert!(response.accepted);
     assert!(cluster.calls().is_empty());
 }
 
-fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeCluster {
-    let fake = FakeCluster::new()
+fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeHost {
+    let fake = FakeHost::new()
         .answer_list(
             V2_MD,
             "MachineDeployment",
@@ -195,11 +197,6 @@ fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeCluster
             V2_CP,
             "KubeadmControlPlane",
             &list(V2_CP, "KubeadmControlPlane", &[]),
-        )
-        .answer_list(
-            V2_CP,
-            "RKE2ControlPlane",
-            &list(V2_CP, "RKE2ControlPlane", &[]),
         )
         .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
         .answer_list(V2_M3, "Metal3Machine", &list(V2_M3, "Metal3Machine", &[]));
@@ -218,7 +215,7 @@ fn owning_cluster_being_deleted_releases_the_template() {
     assert!(response.accepted);
     assert_eq!(
         cluster.calls().last().map(String::as_str),
-        Some("get cluster.x-k8s.io/v1beta2 Cluster edge-sites/edge-a cache=true masks=[metadata.name]")
+        Some("get cluster.x-k8s.io/v1beta2 Cluster edge-sites/edge-a cache=true")
     );
 }
 
@@ -243,8 +240,8 @@ fn failed_cluster_lookup_fails_closed() {
 }
 
 /// MachineDeployments list fine; listing MachineSets is forbidden.
-fn machine_sets_forbidden() -> FakeCluster {
-    FakeCluster::v1beta1_only()
+fn machine_sets_forbidden() -> FakeHost {
+    FakeHost::v1beta1_only()
         .answer_list(
             V1_MD,
             "MachineDeployment",
@@ -265,7 +262,7 @@ fn failed_list_fails_closed_and_stops_looking() {
         refusal(response, 500),
         "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
     );
-    // MachineDeployment at v1beta2 (not served), at v1beta1, then MachineSet at v1beta1.
+    // The CRDs, MachineDeployments, then MachineSets: nothing after the failure.
     assert_eq!(cluster.calls().len(), 3);
 }
 
@@ -286,23 +283,80 @@ fn failed_list_can_fail_open_with_a_warning() {
 
 #[test]
 fn capi_kind_not_served_points_at_the_version_setting() {
-    let cluster = FakeCluster::new().fail_list(
-        V2_MD,
-        "MachineDeployment",
-        "Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found",
-    );
-    let cluster = cluster.answer_list(
-        V1_MD,
-        "MachineDeployment",
-        &list(V1_MD, "MachineDeployment", &[]),
-    );
+    let cluster = FakeHost::v1beta1_only();
     let response = run("guard-lookup-failure", v2(), &cluster);
-    assert_eq!(refusal(response, 500), "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version (Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: ApiError: 404 page not found). Set capiApiVersion to auto (or v1beta1). To accept deletions when a lookup fails, set failOpenOnLookupError to true.");
+    assert_eq!(refusal(response, 500), "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: capiApiVersion pins MachineDeployment to v1beta2, and its CRD serves v1beta1. Set capiApiVersion to auto. To accept deletions when a lookup fails, set failOpenOnLookupError to true.");
+    // Only the CRDs were read: the version is known to be wrong before any list.
+    assert_eq!(cluster.calls().len(), 1);
+}
+
+#[test]
+fn a_crd_that_serves_no_readable_version_fails_closed_naming_it() {
+    let cluster = FakeHost::new().install("MachineDeployment", &["v1alpha4"]);
+    let response = run("guard-lookup-failure", json!({}), &cluster);
+    let message = refusal(response, 500);
+    assert!(
+        message.contains("failed: the policy can read MachineDeployment only at v1beta2 or v1beta1, and its CRD serves v1alpha4. Upgrade the provider that serves MachineDeployment (cluster.x-k8s.io) to a release that serves v1beta2 or v1beta1."),
+        "{message}"
+    );
+}
+
+#[test]
+fn without_access_to_the_crds_the_message_names_both_grants() {
+    let cluster = FakeHost::new().answer_crds(Err("Policy has not been granted access to Kubernetes apiextensions.k8s.io/v1/CustomResourceDefinition resources. The violation has been reported."));
+    let response = run("guard-lookup-failure", json!({}), &cluster);
+    let message = refusal(response, 500);
+    assert!(
+        message.contains("listing CustomResourceDefinition objects (apiextensions.k8s.io/v1) failed")
+            && message.contains("add apiVersion apiextensions.k8s.io/v1, kind CustomResourceDefinition to its contextAwareResources, and let the policy server's service account get, list and watch customresourcedefinitions.apiextensions.k8s.io."),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unreadable_crd_list_fails_closed() {
+    let cluster = FakeHost::new().answer_crds(Ok(r#"{"kind":"CustomResourceDefinitionList","items":[{"kind":"CustomResourceDefinition","metadata":{"name":"x"},"spec":{}}]}"#));
+    let message = refusal(run("guard-lookup-failure", json!({}), &cluster), 500);
+    assert!(
+        message.contains("the CustomResourceDefinition x has no spec.group"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_kind_without_a_crd_costs_no_call_and_an_installed_one_is_read_at_its_version() {
+    let talos = fixture::<Value>("v1beta2/08-kubeadmcontrolplane.json");
+    let mut talos = talos.clone();
+    talos["apiVersion"] = json!("controlplane.cluster.x-k8s.io/v1alpha3");
+    talos["kind"] = json!("TalosControlPlane");
+    talos["spec"] = json!({"infrastructureTemplate": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-00000000"}});
+    let talos_api = "controlplane.cluster.x-k8s.io/v1alpha3";
+    let cluster = v1_namespace()
+        .uninstall("KubeadmControlPlane")
+        .install("TalosControlPlane", &["v1alpha3"])
+        .answer_list(
+            talos_api,
+            "TalosControlPlane",
+            &list_of(talos_api, "TalosControlPlane", &[talos]),
+        );
+    let message = refusal(run("guard-unused-template", json!({}), &cluster), 409);
+    assert!(
+        message.contains("TalosControlPlane edge-a-cp (spec.infrastructureTemplate)"),
+        "{message}"
+    );
+    let calls = cluster.calls();
+    assert!(calls.contains(
+        &"list controlplane.cluster.x-k8s.io/v1alpha3 TalosControlPlane edge-sites".to_string()
+    ));
+    assert!(
+        !calls.iter().any(|c| c.contains("KubeadmControlPlane")),
+        "{calls:?}"
+    );
 }
 
 #[test]
 fn access_not_granted_points_at_context_aware_resources() {
-    let cluster = FakeCluster::v1beta1_only().fail_list(
+    let cluster = FakeHost::v1beta1_only().fail_list(
         V1_MD,
         "MachineDeployment",
         "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineDeployment resources. The violation has been reported.",
@@ -313,7 +367,7 @@ fn access_not_granted_points_at_context_aware_resources() {
 
 #[test]
 fn delete_without_old_object_is_rejected_as_bad_request() {
-    let cluster = FakeCluster::new();
+    let cluster = FakeHost::new();
     let response = run("guard-delete-without-oldobject", v2(), &cluster);
     assert_eq!(
         refusal(response, 400),
@@ -329,7 +383,7 @@ fn other_kinds_and_operations_need_no_lookup() {
         "guard-update-template",
         "mutate-update-ignored",
     ] {
-        let cluster = FakeCluster::new();
+        let cluster = FakeHost::new();
         let response = run(case, v2(), &cluster);
         assert!(response.accepted, "{case}");
         assert!(response.mutated_object.is_none(), "{case}");
@@ -339,7 +393,7 @@ fn other_kinds_and_operations_need_no_lookup() {
 
 #[test]
 fn unreadable_payload_is_rejected_with_a_sentence() {
-    let bytes = respond(b"{not json", &FakeCluster::new()).unwrap();
+    let bytes = answer(b"{not json", &FakeHost::new()).unwrap();
     let response: ValidationResponse = serde_json::from_slice(&bytes).unwrap();
     assert!(refusal(response, 400).starts_with(
         "capi-template-guard cannot evaluate this request: the admission request cannot be read (key must be a string"
@@ -351,7 +405,7 @@ fn invalid_settings_in_a_request_are_rejected() {
     let response = run(
         "guard-row5-clusterctl-move",
         json!({"capiApiVersion": "v2"}),
-        &FakeCluster::new(),
+        &FakeHost::new(),
     );
     assert_eq!(refusal(response, 400), "capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\".");
 }
@@ -361,7 +415,7 @@ fn settings_with_an_invalid_annotation_key_in_a_request_are_rejected() {
     let response = run(
         "mutate-create-from-annotations",
         json!({"nodeReuseAnnotation": "Not A Key"}),
-        &FakeCluster::new(),
+        &FakeHost::new(),
     );
     assert!(refusal(response, 400)
         .contains("The setting nodeReuseAnnotation is not a valid annotation key"));
@@ -387,7 +441,7 @@ fn validate_settings_answers_in_sentences() {
         .starts_with("The settings are not valid JSON"));
 }
 
-fn template_answer(cluster: FakeCluster) -> FakeCluster {
+fn template_answer(cluster: FakeHost) -> FakeHost {
     cluster.answer_get(
         V2_M3,
         "Metal3MachineTemplate",
@@ -398,7 +452,7 @@ fn template_answer(cluster: FakeCluster) -> FakeCluster {
 
 #[test]
 fn new_machine_gets_the_template_intent() {
-    let cluster = template_answer(FakeCluster::new());
+    let cluster = template_answer(FakeHost::new());
     let response = run("mutate-create-from-annotations", v2(), &cluster);
     assert!(response.accepted);
     let mut expected: Value = request("mutate-create-from-annotations")["object"].clone();
@@ -410,7 +464,10 @@ fn new_machine_gets_the_template_intent() {
     assert_eq!(response.mutated_object, Some(expected));
     assert_eq!(
         cluster.calls(),
-        ["get infrastructure.cluster.x-k8s.io/v1beta2 Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e cache=false masks=[spec.nodeReuse, spec.template.spec.automatedCleaningMode]"]
+        [
+            "list-all apiextensions.k8s.io/v1 CustomResourceDefinition",
+            "get infrastructure.cluster.x-k8s.io/v1beta2 Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e cache=false"
+        ]
     );
 }
 
@@ -418,7 +475,7 @@ fn new_machine_gets_the_template_intent() {
 fn machine_without_annotations_finds_the_template_through_its_machine_set() {
     let ms: Value = json!({"spec": {"template": {"spec": {"infrastructureRef": {
         "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-7f3c9d2e"}}}}});
-    let cluster = template_answer(FakeCluster::new().answer_get(
+    let cluster = template_answer(FakeHost::new().answer_get(
         V2_MD,
         "MachineSet",
         "edge-a-md-storage-7c4b9d5f8",
@@ -430,7 +487,7 @@ fn machine_without_annotations_finds_the_template_through_its_machine_set() {
         mutated["metadata"]["annotations"]["capi-template-guard.kubewarden.io/source-template"],
         json!("edge-a-workers-7f3c9d2e")
     );
-    assert_eq!(cluster.calls().len(), 2);
+    assert_eq!(cluster.calls().len(), 3);
 }
 
 #[test]
@@ -438,7 +495,7 @@ fn already_mutated_machine_is_accepted_without_patch() {
     let response = run(
         "mutate-already-mutated",
         v2(),
-        &template_answer(FakeCluster::new()),
+        &template_answer(FakeHost::new()),
     );
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
@@ -447,7 +504,7 @@ fn already_mutated_machine_is_accepted_without_patch() {
 
 #[test]
 fn missing_template_never_blocks_creation() {
-    let cluster = FakeCluster::new().fail_get(
+    let cluster = FakeHost::new().fail_get(
         V2_M3,
         "Metal3MachineTemplate",
         "edge-a-workers-7f3c9d2e",
@@ -464,7 +521,7 @@ fn missing_template_never_blocks_creation() {
 
 #[test]
 fn failed_template_lookup_never_blocks_creation() {
-    let cluster = FakeCluster::new(); // no answer: the lookup fails
+    let cluster = FakeHost::new(); // no answer: the lookup fails
     let response = run("mutate-template-missing", v2(), &cluster);
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
@@ -475,7 +532,7 @@ fn failed_template_lookup_never_blocks_creation() {
 
 #[test]
 fn mutation_can_be_switched_off() {
-    let cluster = FakeCluster::new();
+    let cluster = FakeHost::new();
     let response = run(
         "mutate-create-from-annotations",
         json!({"mutateMetal3Machines": false}),
@@ -487,18 +544,18 @@ fn mutation_can_be_switched_off() {
 }
 
 /// The machine of `mutate-create-owner-fallback` with a control-plane owner instead.
-fn run_with_owner(owner: Value, cluster: &FakeCluster) -> ValidationResponse {
+fn run_with_owner(owner: Value, cluster: &FakeHost) -> ValidationResponse {
     let mut req = request("mutate-create-owner-fallback");
     req["object"]["metadata"]["ownerReferences"] = json!([owner]);
     let payload = json!({"request": req, "settings": v2()});
-    serde_json::from_slice(&respond(payload.to_string().as_bytes(), cluster).unwrap()).unwrap()
+    serde_json::from_slice(&answer(payload.to_string().as_bytes(), cluster).unwrap()).unwrap()
 }
 
 #[test]
 fn control_plane_owner_names_the_template() {
     let kcp: Value = fixture("v1beta2/08-kubeadmcontrolplane.json");
     let template: Value = fixture("v1beta2/02-metal3machinetemplate-controlplane.json");
-    let cluster = FakeCluster::new()
+    let cluster = FakeHost::new()
         .answer_get(V2_CP, "KubeadmControlPlane", "edge-a-cp", &kcp.to_string())
         .answer_get(
             V2_M3,
@@ -516,14 +573,14 @@ fn control_plane_owner_names_the_template() {
         json!("edge-a-cp-5d21c0aa")
     );
     assert_eq!(
-        cluster.calls()[0],
-        "get controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites/edge-a-cp cache=true masks=[spec.infrastructureRef, spec.machineTemplate.infrastructureRef, spec.machineTemplate.spec.infrastructureRef]"
+        cluster.calls()[1],
+        "get controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites/edge-a-cp cache=true"
     );
 }
 
 #[test]
 fn missing_owner_never_blocks_creation() {
-    let cluster = FakeCluster::new().fail_get(
+    let cluster = FakeHost::new().fail_get(
         V2_MD,
         "MachineSet",
         "gone",
@@ -543,7 +600,7 @@ fn missing_owner_never_blocks_creation() {
 
 #[test]
 fn machine_without_any_source_never_blocks_creation() {
-    let cluster = FakeCluster::new();
+    let cluster = FakeHost::new();
     let response = run_with_owner(
         json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": "m", "uid": "u"}),
         &cluster,
@@ -556,8 +613,8 @@ fn machine_without_any_source_never_blocks_creation() {
 }
 
 /// A release that no longer serves v1beta1: the lists for a bootstrap template.
-fn v2_only_bootstrap_namespace() -> FakeCluster {
-    bootstrap_namespace(FakeCluster::v1beta2_only())
+fn v2_only_bootstrap_namespace() -> FakeHost {
+    bootstrap_namespace(FakeHost::serving(&["v1beta2"]))
 }
 
 #[test]
@@ -565,7 +622,7 @@ fn a_v1beta2_only_release_needs_no_settings_and_no_fallback() {
     let cluster = v2_only_bootstrap_namespace();
     let response = run("guard-row1-bootstrap-template", json!({}), &cluster);
     refusal(response, 409);
-    assert_eq!(cluster.calls().len(), 3, "{:?}", cluster.calls());
+    assert_eq!(cluster.calls().len(), 4, "{:?}", cluster.calls());
 }
 
 #[test]
@@ -578,8 +635,9 @@ fn explicit_v1beta1_after_v1beta1_is_dropped_names_the_setting() {
     );
     let message = refusal(response, 500);
     assert!(
-        message.contains("the API server serves MachineDeployment at v1beta2, not at this version")
-            && message.contains("Set capiApiVersion to auto (or v1beta2)."),
+        message.contains(
+            "capiApiVersion pins MachineDeployment to v1beta1, and its CRD serves v1beta2"
+        ) && message.contains("Set capiApiVersion to auto."),
         "{message}"
     );
 }

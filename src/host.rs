@@ -1,30 +1,33 @@
 //! Host I/O: the only module that talks to the Kubewarden host.
 //!
-//! [`Cluster`] is deliberately raw (the SDK's request types in, JSON bytes or the host's error
-//! text out) so that tests drive the very requests the policy server and `kwctl` replay see,
-//! field masks included, through an in-memory fake. [`list`] and [`get`] add the masks, decode
-//! the answer into a typed view and turn the host's error texts into a [`Failure`].
+//! [`Host`] is deliberately raw (the SDK's request types in, JSON bytes or the host's error text
+//! out) so that tests drive the very requests the policy server and `kwctl` replay see, field
+//! masks included, through an in-memory fake. [`list`], [`list_all`] and [`get`] add the masks,
+//! decode the answer into the one object view and turn a host error into a [`Failure`].
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListResourcesByNamespaceRequest,
+    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
-use kubewarden_policy_sdk::wapc_guest;
+
+use std::collections::BTreeSet;
 
 use crate::capi::{List, Object};
-use crate::catalogue::{Resource, Version};
+use crate::catalogue::Resource;
 use crate::error::{Failure, Lookup, LookupError};
 
-pub trait Cluster {
+pub trait Host {
     fn list_resources_by_namespace(
         &self,
         request: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String>;
 
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String>;
+
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String>;
 }
 
 /// The Kubewarden host, reached through waPC.
-pub struct Host;
+pub struct WapcHost;
 
 fn call(operation: &str, request: &impl serde::Serialize) -> Result<Vec<u8>, String> {
     let payload = serde_json::to_vec(request).map_err(|e| e.to_string())?;
@@ -38,7 +41,7 @@ fn call(operation: &str, request: &impl serde::Serialize) -> Result<Vec<u8>, Str
     })
 }
 
-impl Cluster for Host {
+impl Host for WapcHost {
     fn list_resources_by_namespace(
         &self,
         request: &ListResourcesByNamespaceRequest,
@@ -46,12 +49,16 @@ impl Cluster for Host {
         call("list_resources_by_namespace", request)
     }
 
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        call("list_resources_all", request)
+    }
+
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
         call("get_resource", request)
     }
 }
 
-/// Sends an info event to the policy server's log, in the form the SDK's slog drain sends
+/// Writes an info event to the policy server's log, in the form the SDK's slog drain sends
 /// (`kubewarden`/`tracing`/`log`, a JSON object with `level` and `message`). The drain itself
 /// would add slog and its formatting machinery, 16 KB of a module that must stay within 300 KiB.
 /// Logging is best effort: a host that refuses the event changes no answer.
@@ -68,23 +75,16 @@ pub fn log_info(message: &str) {
 
 /// How a failed host call failed, read from the host's error text. The host wraps failures as
 /// `Callback evaluation failure: <Debug of the error>`, so the texts are matched anywhere in the
-/// string, never at its start; the access check alone arrives bare.
+/// string, never at its start; the access check alone arrives bare. Which kinds and versions
+/// exist is never read from these texts: the CRDs say it (`lookups.rs`).
 pub fn classify(text: &str) -> Failure {
     if text.contains("has not been granted access to Kubernetes") {
         Failure::AccessDenied
-    } else if text.contains("Cannot find resource ") || group_version_not_served(text) {
-        Failure::NotServed
     } else if text.contains("Cannot find ") && text.contains(" named '") {
         Failure::NotFound
     } else {
         Failure::Other
     }
-}
-
-/// `error finding resource <gv> / <Kind>: ...` with the API server's 404 answer to discovery.
-fn group_version_not_served(text: &str) -> bool {
-    text.split_once("error finding resource ")
-        .is_some_and(|(_, rest)| rest.contains("404 page not found") || rest.contains("code: 404"))
 }
 
 /// Keeps the host's text short and stable: its first line (a cause chain or a backtrace may
@@ -120,65 +120,75 @@ fn kind_problem(found: &str, wanted: &str) -> Option<String> {
         .then(|| format!("the answer holds a {found} where a {wanted} was asked for"))
 }
 
-/// Lists `resource` at `version` in `namespace`, keeping only metadata and the resource's field
-/// masks, with no selectors: each distinct selector costs a permanent watch in the policy server.
-pub fn list(
-    cluster: &dyn Cluster,
-    resource: &'static Resource,
-    version: Version,
-    namespace: &str,
+/// A list answer must say it is a list of the kind (or not say) and hold only objects of it.
+fn items(
+    lookup: Lookup,
+    resource: &Resource,
+    answer: Result<Vec<u8>, String>,
 ) -> Result<Vec<Object>, LookupError> {
-    let (lookup, bytes) = list_bytes(cluster, resource, version, namespace)?;
-    let list = serde_json::from_slice::<List>(&bytes).map_err(|e| cannot_read(&lookup, &e));
-    let list = list?;
-    let item_kinds = list.items.iter().map(|item| item.kind.as_str());
-    match list_problem(resource.kind, list.kind.as_deref(), item_kinds) {
+    let bytes = answer.map_err(|text| failed(lookup.clone(), &text))?;
+    let list = serde_json::from_slice::<List>(&bytes)
+        .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
+    let problem = kind_problem(
+        list.kind.as_deref().unwrap_or_default(),
+        &format!("{}List", resource.kind),
+    )
+    .or_else(|| {
+        list.items
+            .iter()
+            .find_map(|item| kind_problem(&item.kind, resource.kind))
+    });
+    match problem {
         Some(problem) => Err(unreadable(lookup, problem)),
         None => Ok(list.items),
     }
 }
 
-fn list_bytes(
-    cluster: &dyn Cluster,
+/// Lists `resource` at `version` in `namespace`, keeping only `masks`, with no selectors: each
+/// distinct selector costs a permanent watch in the policy server.
+pub fn list(
+    host: &dyn Host,
     resource: &'static Resource,
-    version: Version,
+    masks: BTreeSet<String>,
+    version: &str,
     namespace: &str,
-) -> Result<(Lookup, Vec<u8>), LookupError> {
+) -> Result<Vec<Object>, LookupError> {
     let request = ListResourcesByNamespaceRequest {
         api_version: resource.api_version(version),
         kind: resource.kind.to_string(),
         namespace: namespace.to_string(),
         label_selector: None,
         field_selector: None,
-        field_masks: Some(resource.masks.iter().map(|m| m.to_string()).collect()),
+        field_masks: Some(masks),
     };
-    let result = cluster.list_resources_by_namespace(&request);
+    let answer = host.list_resources_by_namespace(&request);
     let lookup = Lookup::List {
         api_version: request.api_version,
         resource,
         namespace: request.namespace,
     };
-    match result {
-        Ok(bytes) => Ok((lookup, bytes)),
-        Err(text) => Err(failed(lookup, &text)),
-    }
+    items(lookup, resource, answer)
 }
 
-fn cannot_read(lookup: &Lookup, error: &serde_json::Error) -> LookupError {
-    unreadable(
-        lookup.clone(),
-        format!("the answer cannot be read: {error}"),
-    )
-}
-
-/// A list answer must say it is a list of `kind` (or not say) and hold only objects of `kind`.
-fn list_problem<'a>(
-    kind: &str,
-    list_kind: Option<&str>,
-    mut item_kinds: impl Iterator<Item = &'a str>,
-) -> Option<String> {
-    kind_problem(list_kind.unwrap_or_default(), &format!("{kind}List"))
-        .or_else(|| item_kinds.find_map(|item| kind_problem(item, kind)))
+/// Lists `resource` cluster-wide (the CRDs), keeping only its masks.
+pub fn list_all(
+    host: &dyn Host,
+    resource: &'static Resource,
+    version: &str,
+) -> Result<Vec<Object>, LookupError> {
+    let request = ListAllResourcesRequest {
+        api_version: resource.api_version(version),
+        kind: resource.kind.to_string(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: Some(crate::catalogue::masks_of(resource)),
+    };
+    let answer = host.list_all_resources(&request);
+    let lookup = Lookup::ListAll {
+        api_version: request.api_version,
+        resource,
+    };
+    items(lookup, resource, answer)
 }
 
 /// Whether a read may be answered from the policy server's cache.
@@ -190,27 +200,27 @@ pub enum Read {
 }
 
 /// One object to read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Get<'a> {
     pub resource: &'static Resource,
-    pub version: Version,
+    pub masks: BTreeSet<String>,
+    pub version: &'a str,
     pub namespace: &'a str,
     pub name: &'a str,
     pub read: Read,
 }
 
-/// Gets one object, keeping metadata and the resource's field masks; `Ok(None)` when it does not
-/// exist.
-pub fn get(cluster: &dyn Cluster, get: &Get<'_>) -> Result<Option<Object>, LookupError> {
+/// Gets one object, keeping only the masks; `Ok(None)` when it does not exist.
+pub fn get(host: &dyn Host, get: Get<'_>) -> Result<Option<Object>, LookupError> {
     let request = GetResourceRequest {
         api_version: get.resource.api_version(get.version),
         kind: get.resource.kind.to_string(),
         name: get.name.to_string(),
         namespace: Some(get.namespace.to_string()),
         disable_cache: get.read == Read::Direct,
-        field_masks: Some(get.resource.masks.iter().map(|m| m.to_string()).collect()),
+        field_masks: Some(get.masks),
     };
-    let result = cluster.get_resource(&request);
+    let result = host.get_resource(&request);
     let lookup = Lookup::Get {
         api_version: request.api_version,
         resource: get.resource,
@@ -237,16 +247,16 @@ pub fn get(cluster: &dyn Cluster, get: &Get<'_>) -> Result<Option<Object>, Looku
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::MachineSetLike;
-    use crate::catalogue::{CLUSTER, REFERRERS};
-    use crate::testing::FakeCluster;
+    use crate::capi::Object;
+    use crate::catalogue::{cluster_kind, CLUSTER, REFERRERS};
+    use crate::testing::FakeHost;
     use rstest::rstest;
 
     #[rstest]
     // Texts exactly as the policy server / kwctl hand them to the guest.
-    #[case::kind_missing_from_served_group("Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane", Failure::NotServed)]
-    // kube-rs turns the API server's plain-text "404 page not found" into a Status with code 404.
-    #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\", details: None })", Failure::NotServed)]
+    // Which kinds are served is read from the CRDs, never from these texts.
+    #[case::kind_missing_from_served_group("Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane", Failure::Other)]
+    #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None })", Failure::Other)]
     #[case::discovery_timeout("Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta1 / MachineSet: HyperError: operation timed out", Failure::Other)]
     #[case::a_404_elsewhere_is_not_not_served(
         "Callback evaluation failure: ApiError: proxy answered 404 for machinesets",
@@ -254,11 +264,11 @@ mod tests {
     )]
     #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
-    #[case::rbac("Callback evaluation failure: ApiError: machinesets.cluster.x-k8s.io is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot list resource \"machinesets\" (ErrorResponse { code: 403 })", Failure::Other)]
+    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None })", Failure::Other)]
     #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
     #[case::with_backtrace(
-        "Callback evaluation failure: Cannot find resource a/v1/K\n\nStack backtrace:\n   0: ...",
-        Failure::NotServed
+        "Callback evaluation failure: Cannot find a/v1/K named 'n' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: ...",
+        Failure::NotFound
     )]
     fn host_error_texts(#[case] text: &str, #[case] failure: Failure) {
         assert_eq!(classify(text), failure);
@@ -270,24 +280,38 @@ mod tests {
         &REFERRERS[1].resource
     }
 
-    fn list_machine_sets(answer: &str) -> Result<Vec<MachineSetLike>, LookupError> {
-        let cluster = FakeCluster::new().answer_list(V2, "MachineSet", answer);
-        list(&cluster, machine_sets(), Version::V1beta2, "ns")
+    fn list_at_v2(host: &FakeHost) -> Result<Vec<Object>, LookupError> {
+        list(host, machine_sets(), REFERRERS[1].masks(), "v1beta2", "ns")
+    }
+
+    fn list_machine_sets(answer: &str) -> Result<Vec<Object>, LookupError> {
+        list_at_v2(&FakeHost::new().answer_list(V2, "MachineSet", answer))
+    }
+
+    /// What each get of a Cluster in these tests asks for.
+    fn get_cluster<'a>(name: &'a str, read: Read) -> Get<'a> {
+        Get {
+            resource: &CLUSTER,
+            masks: cluster_kind().masks(),
+            version: "v1beta2",
+            namespace: "ns",
+            name,
+            read,
+        }
     }
 
     #[test]
     fn list_sends_the_catalogue_masks_and_no_selectors() {
-        let cluster = FakeCluster::new().answer_list(
+        let cluster = FakeHost::new().answer_list(
             V2,
             "MachineSet",
             r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSetList","items":[{"kind":"MachineSet","metadata":{"name":"a"}}]}"#,
         );
-        let listed: Vec<MachineSetLike> =
-            list(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap();
+        let listed = list_at_v2(&cluster).unwrap();
         assert_eq!(listed[0].metadata.name, "a");
         assert_eq!(
             cluster.calls(),
-            vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns masks=[spec.replicas, spec.template.spec.bootstrap.configRef, spec.template.spec.infrastructureRef, status.replicas]"]
+            vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns"]
         );
     }
 
@@ -309,10 +333,6 @@ mod tests {
         r#"{"items":[{"metadata":{"name":1}}]}"#,
         "the answer cannot be read: invalid type: integer `1`"
     )]
-    #[case::null_spec(
-        r#"{"items":[{"metadata":{"name":"ms"},"spec":null}]}"#,
-        "the answer cannot be read: invalid type: null, expected struct Spec"
-    )]
     #[case::not_json("<html>", "the answer cannot be read: expected value")]
     fn an_answer_that_is_not_the_list_asked_for_is_unreadable(
         #[case] answer: &str,
@@ -333,35 +353,28 @@ mod tests {
 
     #[test]
     fn a_failed_list_keeps_the_first_line_of_the_host_text() {
-        let cluster = FakeCluster::new().fail_list(
+        let cluster = FakeHost::new().fail_list(
             V2,
             "MachineSet",
             "Callback evaluation failure: boom\n\nCaused by:\n  deeper",
         );
-        let error = list(&cluster, machine_sets(), Version::V1beta2, "ns").unwrap_err();
+        let error = list_at_v2(&cluster).unwrap_err();
         assert_eq!(error.failure, Failure::Other);
         assert_eq!(error.detail, "Callback evaluation failure: boom");
     }
 
     #[test]
     fn a_missing_object_is_none_and_a_cached_read_says_so() {
-        let cluster = FakeCluster::new().fail_get(
+        let cluster = FakeHost::new().fail_get(
             V2,
             "Cluster",
             "edge-a",
             "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"ns\")'",
         );
-        let get_cluster = Get {
-            resource: &CLUSTER,
-            version: Version::V1beta2,
-            namespace: "ns",
-            name: "edge-a",
-            read: Read::Cached,
-        };
-        assert_eq!(get(&cluster, &get_cluster), Ok(None));
+        assert_eq!(get(&cluster, get_cluster("edge-a", Read::Cached)), Ok(None));
         assert_eq!(
             cluster.calls(),
-            vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true masks=[metadata.name]"]
+            vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true"]
         );
     }
 
@@ -369,41 +382,27 @@ mod tests {
     #[case::denied("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta2/Cluster resources. The violation has been reported.", Failure::AccessDenied)]
     #[case::not_served(
         "Callback evaluation failure: Cannot find resource cluster.x-k8s.io/v1beta2/Cluster",
-        Failure::NotServed
+        Failure::Other
     )]
     fn a_failed_get_is_an_error(#[case] text: &str, #[case] failure: Failure) {
-        let cluster = FakeCluster::new().fail_get(V2, "Cluster", "c", text);
-        let get_cluster = Get {
-            resource: &CLUSTER,
-            version: Version::V1beta2,
-            namespace: "ns",
-            name: "c",
-            read: Read::Direct,
-        };
-        let error = get(&cluster, &get_cluster).unwrap_err();
+        let cluster = FakeHost::new().fail_get(V2, "Cluster", "c", text);
+        let error = get(&cluster, get_cluster("c", Read::Direct)).unwrap_err();
         assert_eq!(error.failure, failure);
         assert_eq!(
             cluster.calls()[0],
-            "get cluster.x-k8s.io/v1beta2 Cluster ns/c cache=false masks=[metadata.name]"
+            "get cluster.x-k8s.io/v1beta2 Cluster ns/c cache=false"
         );
     }
 
     #[test]
     fn a_get_answer_of_another_kind_is_unreadable() {
-        let cluster = FakeCluster::new().answer_get(
+        let cluster = FakeHost::new().answer_get(
             V2,
             "Cluster",
             "c",
             r#"{"kind":"Secret","metadata":{"name":"c"}}"#,
         );
-        let get_cluster = Get {
-            resource: &CLUSTER,
-            version: Version::V1beta2,
-            namespace: "ns",
-            name: "c",
-            read: Read::Cached,
-        };
-        let error = get(&cluster, &get_cluster).unwrap_err();
+        let error = get(&cluster, get_cluster("c", Read::Cached)).unwrap_err();
         assert_eq!(error.failure, Failure::Unreadable);
     }
 }
