@@ -58,7 +58,7 @@ patch_is() {
   jq -e --argjson want "$1" '(.patch | @base64d | fromjson | sort_by(.path)) == ($want | sort_by(.path))' <<<"$output"
 }
 
-@test "row 1: a MachineDeployment keeps its infrastructure template (v1beta1; RKE2 not installed counts as none)" {
+@test "row 1: a MachineDeployment keeps its infrastructure template (v1beta1; kinds without a CRD cost no call)" {
   evaluate guard-row1-machinedeployment-v1beta1 '{}'
   rejected_with 409
   message_has "Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted."
@@ -159,14 +159,14 @@ patch_is() {
   evaluate guard-lookup-failure '{}'
   rejected_with 500
   message_has "listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed:"
-  message_has "is forbidden"
-  message_has "may get, list and watch machinesets.cluster.x-k8s.io"
+  message_has "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources"
+  message_has "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources."
 }
 
 @test "failOpenOnLookupError accepts a failed lookup with a warning" {
   evaluate guard-lookup-failure '{"failOpenOnLookupError":true}'
   jq -e '.allowed == true and .status == null' <<<"$output"
-  jq -e '.warnings | length == 1 and (.[0] | startswith("Check that the policy server'"'"'s service account may get, list and watch machinesets.cluster.x-k8s.io.")) and (.[0] | contains("unchecked (failOpenOnLookupError)")) and (.[0] | length <= 256)' <<<"$output"
+  jq -e '.warnings | length == 1 and (.[0] | startswith("Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy'"'"'s contextAwareResources.")) and (.[0] | contains("unchecked (failOpenOnLookupError)")) and (.[0] | length <= 256)' <<<"$output"
 }
 
 @test "host calls that do not match the session fail closed, naming the replay error" {
@@ -251,15 +251,15 @@ patch_is() {
 @test "an explicit capiApiVersion the release does not serve is refused, naming the setting" {
   evaluate guard-capi-version-not-served "$V2"
   rejected_with 500
-  message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves MachineDeployment at v1beta1, not at this version"
-  message_has "Set capiApiVersion to auto (or v1beta1)."
+  message_has "listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: capiApiVersion pins MachineDeployment to v1beta2, and its CRD serves v1beta1."
+  message_has "Set capiApiVersion to auto."
 }
 
 @test "safe by default: an explicit controlPlaneApiVersion v1beta2 on Cluster API 1.10 never counts KubeadmControlPlanes as none" {
   evaluate guard-wrong-explicit-setting '{"controlPlaneApiVersion":"v1beta2"}'
   rejected_with 500
-  message_has "listing KubeadmControlPlane objects (controlplane.cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: the API server serves KubeadmControlPlane at v1beta1"
-  message_has "Set controlPlaneApiVersion to auto (or v1beta1)."
+  message_has "listing KubeadmControlPlane objects (controlplane.cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: controlPlaneApiVersion pins KubeadmControlPlane to v1beta2, and its CRD serves v1beta1."
+  message_has "Set controlPlaneApiVersion to auto."
 }
 
 @test "safe by default: explicit v1beta2 settings on a release that serves it" {
@@ -268,7 +268,7 @@ patch_is() {
   message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
 }
 
-@test "safe by default: a v1beta1-only release, no settings (one v1beta2 try per provider)" {
+@test "safe by default: a v1beta1-only release, no settings (versions from the CRDs, no failed try)" {
   evaluate guard-v1beta1-release '{}'
   rejected_with 409
   message_has "MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef)."
@@ -313,6 +313,48 @@ patch_is() {
 
 @test "row 3: a ClusterClass being deleted releases its Metal3ClusterTemplate" {
   evaluate guard-row3-clusterclass-deleting '{}'
+  allowed
+}
+
+@test "rule 1: a KubeadmControlPlane being deleted keeps its machine template (cluster-api issue 13536)" {
+  evaluate guard-rule1-deleting-control-plane '{}'
+  rejected_with 409
+  message_has "KubeadmControlPlane edge-a-cp (spec.machineTemplate.spec.infrastructureRef)"
+}
+
+@test "rule 2: a MachineSet being deleted keeps a nodeReuse template while it has machines (CAPM3 PR 3168)" {
+  evaluate guard-rule2-draining-machineset '{}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
+}
+
+@test "rule 3: a deleting Cluster does not release a template another Cluster's MachineDeployment names" {
+  evaluate guard-rule3-other-cluster-keeps '{}'
+  rejected_with 409
+  message_has "MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef)"
+}
+
+@test "rule 4: a TalosControlPlane, read at v1alpha3 as its CRD serves it, keeps its machine template" {
+  evaluate guard-rule4-talos-control-plane '{}'
+  rejected_with 409
+  message_has "TalosControlPlane edge-t-cp (spec.infrastructureTemplate)"
+}
+
+@test "rule 5: a MachineHealthCheck keeps its remediation template (v1beta2)" {
+  evaluate guard-rule5-machinehealthcheck '{}'
+  rejected_with 409
+  message_has "Metal3RemediationTemplate edge-sites/edge-a-remediation is still in use"
+  message_has "MachineHealthCheck edge-a-workers-unhealthy (spec.remediation.templateRef)"
+}
+
+@test "rule 5: a Cluster's topology health check keeps its remediation template (v1beta1)" {
+  evaluate guard-rule5-cluster-topology-v1beta1 '{}'
+  rejected_with 409
+  message_has "Cluster edge-a (spec.topology.workers.machineDeployments[name=md-storage].machineHealthCheck.remediationTemplate)"
+}
+
+@test "rule 5: a remediation template nothing names is deleted" {
+  evaluate guard-rule5-unused-remediation-template '{}'
   allowed
 }
 

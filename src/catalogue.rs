@@ -322,8 +322,8 @@ const fn resource(
     }
 }
 
-/// A control plane: keeps its current machine template until it is gone, also while it and its
-/// Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5 hangs in deletion without it
+/// A control plane (or etcdadm's etcd cluster): keeps its current machine template until it is
+/// gone, also while it and its Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5 hangs in deletion without it
 /// (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
 /// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same (cluster-api-provider-rke2 issue 1004,
 /// PR 1007). Nothing waits for a control plane's template to be deleted, so keeping it cannot
@@ -357,7 +357,7 @@ const MACHINE_SET_FIELDS: &[&str] = &[
 ];
 
 /// Every referrer kind, in the order lookups run and messages list them.
-pub static REFERRERS: [ReferrerKind; 15] = [
+pub static REFERRERS: [ReferrerKind; 16] = [
     ReferrerKind {
         resource: resource(
             "MachineDeployment",
@@ -436,6 +436,8 @@ pub static REFERRERS: [ReferrerKind; 15] = [
             "spec.machineTemplate.spec.infrastructureRef",
         ],
     ),
+    // Each control plane's kind, versions and field as its own API types give them.
+    // siderolabs/cluster-api-control-plane-provider-talos@v0.5.12 api/v1alpha3/taloscontrolplane_types.go
     control_plane(
         "TalosControlPlane",
         "taloscontrolplanes",
@@ -444,6 +446,7 @@ pub static REFERRERS: [ReferrerKind; 15] = [
         None,
         &["spec.infrastructureTemplate"],
     ),
+    // canonical/cluster-api-control-plane-provider-microk8s@v0.6.11 api/v1beta1/microk8scontrolplane_types.go
     control_plane(
         "MicroK8sControlPlane",
         "microk8scontrolplanes",
@@ -452,25 +455,27 @@ pub static REFERRERS: [ReferrerKind; 15] = [
         None,
         &["spec.machineTemplate.infrastructureTemplate"],
     ),
+    // canonical/cluster-api-k8s@v0.6.1 controlplane/api/v1beta2/ck8scontrolplane_types.go (the
+    // provider's own v1beta2, an ObjectReference under `infrastructureTemplate`)
     control_plane(
         "CK8sControlPlane",
         "ck8scontrolplanes",
         CONTROL_PLANE_GROUP,
-        &[V1BETA2, V1BETA1],
+        &[V1BETA2],
         None,
         &["spec.machineTemplate.infrastructureTemplate"],
     ),
+    // k0sproject/k0smotron@v2.1.0 api/controlplane/v1beta2/k0s_types.go (v1beta1 reuses the type)
     control_plane(
         "K0sControlPlane",
         "k0scontrolplanes",
         CONTROL_PLANE_GROUP,
         &[V1BETA2, V1BETA1],
         None,
-        &[
-            "spec.machineTemplate.infrastructureRef",
-            "spec.machineTemplate.spec.infrastructureRef",
-        ],
+        &["spec.machineTemplate.infrastructureRef"],
     ),
+    // k3s-io/cluster-api-k3s@v0.3.1 controlplane/api/v1beta1 (top-level `infrastructureTemplate`)
+    // and v1beta2 (`machineTemplate.infrastructureRef`) kthreescontrolplane_types.go
     control_plane(
         "KThreesControlPlane",
         "kthreescontrolplanes",
@@ -478,10 +483,11 @@ pub static REFERRERS: [ReferrerKind; 15] = [
         &[V1BETA2, V1BETA1],
         None,
         &[
+            "spec.infrastructureTemplate",
             "spec.machineTemplate.infrastructureRef",
-            "spec.machineTemplate.spec.infrastructureRef",
         ],
     ),
+    // verrazzano/cluster-api-provider-ocne@v1.7.0 controlplane/ocne/api/v1alpha1/ocne_control_plane_types.go
     control_plane(
         "OCNEControlPlane",
         "ocnecontrolplanes",
@@ -490,11 +496,28 @@ pub static REFERRERS: [ReferrerKind; 15] = [
         None,
         &["spec.machineTemplate.infrastructureRef"],
     ),
+    // kairos-io/cluster-api-provider-kairos@v0.1.0-alpha.2 api/controlplane/v1beta2/
+    // kairoscontrolplane_types.go: its machine template and its own bootstrap template.
+    ReferrerKind {
+        keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
+        ..control_plane(
+            "KairosControlPlane",
+            "kairoscontrolplanes",
+            CONTROL_PLANE_GROUP,
+            &[V1BETA2],
+            None,
+            &[
+                "spec.kairosConfigTemplate",
+                "spec.machineTemplate.infrastructureRef",
+            ],
+        )
+    },
+    // aws/etcdadm-controller@v1.0.28 api/v1beta1 and api/v1alpha3 etcdadmcluster_types.go
     control_plane(
         "EtcdadmCluster",
         "etcdadmclusters",
         ETCD_GROUP,
-        &[V1BETA1],
+        &[V1BETA1, "v1alpha3"],
         None,
         &["spec.infrastructureTemplate"],
     ),
@@ -664,7 +687,7 @@ pub const CRD: Resource = resource(
 );
 
 /// Where the Cluster referrer sits in [`REFERRERS`] (a test checks it).
-const CLUSTER_REFERRER: usize = 13;
+const CLUSTER_REFERRER: usize = 14;
 
 /// The Cluster referrer kind, whose masks the row 6 reads share (one cache in the policy server).
 pub fn cluster_kind() -> &'static ReferrerKind {

@@ -597,6 +597,7 @@ mod tests {
                 "K0sControlPlane",
                 "KThreesControlPlane",
                 "OCNEControlPlane",
+                "KairosControlPlane",
                 "EtcdadmCluster",
                 "ClusterClass",
                 "Metal3Machine"
@@ -610,7 +611,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             memory.asked,
-            vec!["MachineDeployment", "MachineSet", "ClusterClass"]
+            vec![
+                "MachineDeployment",
+                "MachineSet",
+                "KairosControlPlane",
+                "ClusterClass"
+            ]
         );
         let mut memory = Memory::default();
         decide_with(
@@ -631,6 +637,7 @@ mod tests {
                 "K0sControlPlane",
                 "KThreesControlPlane",
                 "OCNEControlPlane",
+                "KairosControlPlane",
                 "EtcdadmCluster",
                 "ClusterClass"
             ]

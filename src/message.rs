@@ -166,7 +166,8 @@ fn lookup_text(lookup: &Lookup) -> String {
 
 /// "listing X failed: detail".
 pub fn lookup_error(error: &LookupError) -> String {
-    let detail = clip(&error.detail, MAX_DETAIL);
+    // The host's texts may end in a period; the sentence adds its own.
+    let detail = clip(error.detail.trim_end_matches('.'), MAX_DETAIL);
     let kind = error.lookup.kind();
     let detail = match error.failure {
         Failure::NoReadableVersion => format!(

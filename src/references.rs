@@ -304,7 +304,10 @@ mod tests {
     #[case::microk8s("MicroK8sControlPlane", json!({"machineTemplate": {"infrastructureTemplate": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureTemplate")]
     #[case::ck8s("CK8sControlPlane", json!({"machineTemplate": {"infrastructureTemplate": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureTemplate")]
     #[case::k0s("K0sControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
-    #[case::k3s("KThreesControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::k3s_v1beta1("KThreesControlPlane", json!({"infrastructureTemplate": {"kind": "K", "name": "t"}}), "spec.infrastructureTemplate")]
+    #[case::k3s_v1beta2("KThreesControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::kairos("KairosControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
+    #[case::kairos_bootstrap("KairosControlPlane", json!({"kairosConfigTemplate": {"kind": "KairosConfigTemplate", "name": "t"}}), "spec.kairosConfigTemplate")]
     #[case::ocne("OCNEControlPlane", json!({"machineTemplate": {"infrastructureRef": {"kind": "K", "name": "t"}}}), "spec.machineTemplate.infrastructureRef")]
     #[case::etcdadm("EtcdadmCluster", json!({"infrastructureTemplate": {"kind": "K", "name": "t"}}), "spec.infrastructureTemplate")]
     fn every_control_plane_names_its_machine_template(

@@ -239,7 +239,8 @@ fn failed_cluster_lookup_fails_closed() {
     assert!(refusal(response, 500).contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
 }
 
-/// MachineDeployments list fine; listing MachineSets is forbidden.
+/// MachineDeployments list fine; MachineSets are missing from contextAwareResources. (A list
+/// the API server refuses never reaches the policy on the real host: its reflector retries.)
 fn machine_sets_forbidden() -> FakeHost {
     FakeHost::v1beta1_only()
         .answer_list(
@@ -250,7 +251,7 @@ fn machine_sets_forbidden() -> FakeHost {
         .fail_list(
             V1_MD,
             "MachineSet",
-            "Callback evaluation failure: ApiError: forbidden",
+            "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.",
         )
 }
 
@@ -260,7 +261,7 @@ fn failed_list_fails_closed_and_stops_looking() {
     let response = run("guard-lookup-failure", json!({}), &cluster);
     assert_eq!(
         refusal(response, 500),
-        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Callback evaluation failure: ApiError: forbidden. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
+        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported. Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
     );
     // The CRDs, MachineDeployments, then MachineSets: nothing after the failure.
     assert_eq!(cluster.calls().len(), 3);
@@ -277,7 +278,7 @@ fn failed_list_can_fail_open_with_a_warning() {
     assert!(response.accepted);
     let warnings = response.warnings.unwrap();
     assert_eq!(warnings.len(), 1);
-    assert_eq!(warnings[0], "Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. Deleted Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e unchecked (failOpenOnLookupError): listing MachineSet objects (cluster.x-k8s.io/v1beta1) …");
+    assert!(warnings[0].starts_with("Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources. Deleted Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e unchecked (failOpenOnLookupError): listing MachineSet objects"), "{}", warnings[0]);
     assert_eq!(warnings[0].chars().count(), 256);
 }
 

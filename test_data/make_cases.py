@@ -3,8 +3,10 @@
 (test_data/sessions/) that e2e.bats replays, from the objects in test_data/objects/.
 
 Sessions follow kwctl's replay format: a YAML list of exchanges, replayed strictly in order and
-matched exactly, so the field masks below must be the ones the policy sends (src/admission.rs).
-A list answer holds the objects as the policy server returns them: metadata plus masked fields.
+matched exactly, so the field masks below must be the ones the policy sends (src/catalogue.rs,
+written to catalogue.json by a unit test). A list answer holds the objects as the policy server
+returns them: metadata plus masked fields. Every session that makes a lookup starts with the
+cluster-wide CRD list, from which the policy learns the installed kinds and their versions.
 Run it after changing a case; the output is committed.
 """
 import copy
@@ -85,19 +87,37 @@ def get_call(kind, version, name, masks, disable_cache, found=None, error=None):
             "response": {"type": "Success", "payload": json.dumps(masked(found, masks), separators=(",", ":"))}}
 
 
-def not_served(kind, version):
-    return f"Cannot find resource {av(kind, version)}/{kind}"
+def served(release):
+    """The versions a provider of `release` serves: v1beta2 releases serve v1beta1 too."""
+    return [V2, V1] if release == V2 else [release]
 
 
-def list_at(kind, release, items=None, installed=True):
-    """The exchanges of one list with the default `auto` versions: v1beta2 first; on a release that
-    does not serve v1beta2 (or a provider that is not installed) the host says so and v1beta1
-    follows. `release` is the version the provider serves ("v1beta2" also serves v1beta1)."""
-    if not installed:
-        return [list_call(kind, V2, error=not_served(kind, V2)), list_call(kind, V1, error=not_served(kind, V1))]
-    if release == V1:
-        return [list_call(kind, V2, error=not_served(kind, V2)), list_call(kind, V1, items)]
-    return [list_call(kind, V2, items)]
+# The kinds a Metal3 management cluster with kubeadm has installed.
+USUAL = ["MachineDeployment", "MachineSet", "KubeadmControlPlane", "ClusterClass", "MachineHealthCheck",
+         "Cluster", "Metal3Machine", "Metal3MachineTemplate"]
+
+
+def crd_call(release, also=None):
+    """The CRD list: the usual kinds at `release`, plus `also` ({kind: release})."""
+    kinds = {k: release for k in USUAL} | (also or {})
+    crd = CATALOGUE["CustomResourceDefinition"]
+    request = (f"!KubernetesListResourceAll\napi_version: {crd['group']}/v1\nkind: CustomResourceDefinition\n"
+               f"label_selector: null\nfield_selector: null\nfield_masks:\n" + yaml_list(crd["masks"]))
+    items = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+              "metadata": {"name": f"{CATALOGUE[k]['plural']}.{GROUP[k]}"},
+              "spec": {"group": GROUP[k], "names": {"kind": k, "plural": CATALOGUE[k]["plural"]},
+                       "versions": [{"name": v, "served": True} for v in served(r)]}}
+             for k, r in sorted(kinds.items())]
+    payload = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitionList",
+               "metadata": {"resourceVersion": "4711"}, "items": items}
+    return {"type": "Exchange", "request": request,
+            "response": {"type": "Success", "payload": json.dumps(payload, separators=(",", ":"))}}
+
+
+def list_at(kind, release, items=None):
+    """One list, at the newest version the policy reads that the provider's release serves."""
+    version = next(v for v in CATALOGUE[kind]["versions"] if v in served(release))
+    return [list_call(kind, version, items)]
 
 
 def with_meta(o, **meta):
@@ -163,24 +183,36 @@ def old_template(template, name, version=V2):
     return t
 
 
-def infra_lists(version, md=(), ms=(), kcp=(), rke2=None, cc=(), m3m=None, rke2_version=None):
-    """The lists for an infrastructure machine template on a release serving `version` (and, for
-    v1beta2, v1beta1 too); with default settings. The first CAPI kind finds the version, the
-    second is read at it directly. rke2=None: the RKE2 provider is not installed."""
-    capi_first = list_at("MachineDeployment", version, list(md))
-    calls = capi_first + [list_call("MachineSet", version, list(ms))]
+def infra_lists(version, md=(), ms=(), kcp=(), rke2=None, cc=(), m3m=None, rke2_version=None, also=None):
+    """The calls for an infrastructure machine template on a release serving `version` (and, for
+    v1beta2, v1beta1 too), with default settings: the CRDs, then one list per installed kind that
+    can keep it. rke2=None: the RKE2 provider is not installed; `also`: other installed control
+    planes, {kind: (release, items)}."""
+    installed = {"RKE2ControlPlane": rke2_version or version} if rke2 is not None else {}
+    installed |= {k: r for k, (r, _) in (also or {}).items()}
+    calls = [crd_call(version, installed)]
+    calls += list_at("MachineDeployment", version, list(md)) + list_at("MachineSet", version, list(ms))
     calls += list_at("KubeadmControlPlane", version, list(kcp))
-    calls += list_at("RKE2ControlPlane", rke2_version or version, list(rke2 or []), installed=rke2 is not None)
-    calls.append(list_call("ClusterClass", version, list(cc)))
+    if rke2 is not None:
+        calls += list_at("RKE2ControlPlane", rke2_version or version, list(rke2))
+    for kind, (release, items) in (also or {}).items():
+        calls += list_at(kind, release, list(items))
+    calls += list_at("ClusterClass", version, list(cc))
     if m3m is not None:
         calls += list_at("Metal3Machine", version, list(m3m))
     return calls
 
 
 def class_lists(version, md=(), ms=(), cc=()):
-    """The lists for a bootstrap template: MachineDeployments, MachineSets, ClusterClasses."""
-    return list_at("MachineDeployment", version, list(md)) + [
-        list_call("MachineSet", version, list(ms)), list_call("ClusterClass", version, list(cc))]
+    """The calls for a bootstrap template: the CRDs, MachineDeployments, MachineSets, ClusterClasses."""
+    return [crd_call(version)] + list_at("MachineDeployment", version, list(md)) + list_at(
+        "MachineSet", version, list(ms)) + list_at("ClusterClass", version, list(cc))
+
+
+def remediation_lists(version, cc=(), mhc=(), clusters=()):
+    """The calls for a remediation template: the CRDs, ClusterClasses, MachineHealthChecks, Clusters."""
+    return [crd_call(version)] + list_at("ClusterClass", version, list(cc)) + list_at(
+        "MachineHealthCheck", version, list(mhc)) + list_at("Cluster", version, list(clusters))
 
 
 no_owner = {"ownerReferences": []}
@@ -193,6 +225,25 @@ tpl_cp1 = obj("v1beta1/02-metal3machinetemplate-controlplane.json")
 openstack_ms = copy.deepcopy(ms2)
 openstack_ms["spec"]["template"]["spec"]["infrastructureRef"] = {
     "apiGroup": INFRA, "kind": "OpenStackMachineTemplate", "name": "edge-os-workers-41d2"}
+
+
+talos = {"apiVersion": f"{CP}/v1alpha3", "kind": "TalosControlPlane",
+         "metadata": {"name": "edge-t-cp", "namespace": NS, "labels": {"cluster.x-k8s.io/cluster-name": "edge-t"}},
+         "spec": {"replicas": 3, "version": "v1.33.1", "infrastructureTemplate": {
+             "apiVersion": f"{INFRA}/v1beta1", "kind": "Metal3MachineTemplate", "name": "edge-a-cp-5d21c0aa"}}}
+remediation_template = {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3RemediationTemplate",
+                        "metadata": {"name": "edge-a-remediation", "namespace": NS},
+                        "spec": {"template": {"spec": {"strategy": {"type": "Reboot", "retryLimit": 2, "timeout": "5m0s"}}}}}
+mhc2 = {"apiVersion": f"{CAPI}/{V2}", "kind": "MachineHealthCheck",
+        "metadata": {"name": "edge-a-workers-unhealthy", "namespace": NS, "labels": {"cluster.x-k8s.io/cluster-name": "edge-a"}},
+        "spec": {"clusterName": "edge-a", "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": "edge-a-md-storage"}},
+                 "remediation": {"templateRef": {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3RemediationTemplate",
+                                                 "name": "edge-a-remediation"}}}}
+topology_cluster1 = {"apiVersion": f"{CAPI}/{V1}", "kind": "Cluster",
+                     "metadata": {"name": "edge-a", "namespace": NS},
+                     "spec": {"topology": {"class": "metal3-kubeadm", "version": "v1.33.1", "workers": {"machineDeployments": [
+                         {"class": "storage", "name": "md-storage", "machineHealthCheck": {"remediationTemplate": {
+                             "apiVersion": f"{INFRA}/{V1}", "kind": "Metal3RemediationTemplate", "name": "edge-a-remediation"}}}]}}}}
 
 
 def template_object(group, kind, name):
@@ -234,17 +285,17 @@ CASES = {
     # Row 3: a ClusterClass keeps its control-plane template and its infrastructure cluster
     # template; only ClusterClasses can name them, so only they are read.
     "guard-row3-kubeadmcontrolplanetemplate": (delete(template_object(CP, "KubeadmControlPlaneTemplate", "metal3-kubeadm-cp")),
-                                               [list_call("ClusterClass", V2, [cc2])]),
+                                               [crd_call(V2), list_call("ClusterClass", V2, [cc2])]),
     "guard-row3-metal3clustertemplate": (delete(template_object(INFRA, "Metal3ClusterTemplate", "metal3-kubeadm-cluster")),
-                                         [list_call("ClusterClass", V2, [cc2])]),
+                                         [crd_call(V2), list_call("ClusterClass", V2, [cc2])]),
     # Row 3: the ClusterClass is being deleted: its templates are released.
     "guard-row3-clusterclass-deleting": (delete(template_object(INFRA, "Metal3ClusterTemplate", "metal3-kubeadm-cluster")),
-                                         [list_call("ClusterClass", V2, [deleting(cc2)])]),
+                                         [crd_call(V2), list_call("ClusterClass", V2, [deleting(cc2)])]),
     # Row 1, any provider: an OpenStackMachineTemplate kept by a MachineSet.
     "guard-row1-openstack-machineset": (delete(template_object(INFRA, "OpenStackMachineTemplate", "edge-os-workers-41d2")),
                                         infra_lists(V2, md=[md2], ms=[openstack_ms], kcp=[kcp2], rke2=[])),
-    # A v1beta1-only release (Cluster API before 1.11) with default settings: each provider is
-    # tried at v1beta2 once, then read at v1beta1.
+    # A v1beta1-only release (Cluster API before 1.11) with default settings: the CRDs say so, and
+    # every kind is read at v1beta1 straight away.
     "guard-v1beta1-release": (delete(tpl_workers1), infra_lists(V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
     # A v1beta2-only release (after v1beta1 is dropped) with default settings: a referenced
     # template is kept, an unreferenced one is deleted.
@@ -257,9 +308,8 @@ CASES = {
                                    infra_lists(V2, md=[md2], ms=[ms2], kcp=[kcp2], rke2=[rke2_1], m3m=[], rke2_version=V1)),
     # An explicit controlPlaneApiVersion v1beta2 on Cluster API 1.10 (v1beta1 only): refused,
     # naming the setting, instead of counting KubeadmControlPlanes as none.
-    "guard-wrong-explicit-setting": (delete(with_meta(tpl_cp1, **no_owner)), list_at("MachineDeployment", V1, [md1]) + [
-        list_call("MachineSet", V1, [ms1]), list_call("KubeadmControlPlane", V2, error=not_served("KubeadmControlPlane", V2)),
-        list_call("KubeadmControlPlane", V1, [kcp1])]),
+    "guard-wrong-explicit-setting": (delete(with_meta(tpl_cp1, **no_owner)), [crd_call(V1)] + list_at(
+        "MachineDeployment", V1, [md1]) + list_at("MachineSet", V1, [ms1])),
     # Row 4: only a Metal3Machine being deleted still needs the nodeReuse template.
     "guard-row4-metal3machine": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[deleting(m3m2)])),
@@ -284,18 +334,39 @@ CASES = {
     # Nothing names the template: accepted.
     "guard-unused-template": (delete(old_template(tpl_workers1, "edge-a-workers-00000000", V1)), infra_lists(
         V1, md=[md1], ms=[ms1], kcp=[kcp1], m3m=[m3m1])),
-    # A failed lookup (RBAC) rejects, or accepts with a warning when failOpenOnLookupError is set.
-    "guard-lookup-failure": (delete(tpl_workers1), list_at("MachineDeployment", V1, [md1]) + [
-        list_call("MachineSet", V1, error='ApiError: machinesets.cluster.x-k8s.io is forbidden: User '
-                  '"system:serviceaccount:kubewarden:policy-server-default" cannot list resource "machinesets" '
-                  'in API group "cluster.x-k8s.io" in the namespace "edge-sites": Forbidden')]),
-    # The configured CAPI version is not served (an old CAPI with capiApiVersion v1beta2): refused,
-    # pointing at the setting, instead of counting MachineDeployments as none.
-    "guard-capi-version-not-served": (delete(tpl_workers2), [
-        list_call("MachineDeployment", V2, error="error finding resource cluster.x-k8s.io/v1beta2 / MachineDeployment: "
-                  "ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), "
-                  "code: 404, message: \"404 page not found\\n\", reason: \"Failed to parse error data\" })"),
-        list_call("MachineDeployment", V1, [md1])]),
+    # A failed lookup rejects, or accepts with a warning when failOpenOnLookupError is set. The
+    # failure is one that reaches the policy (a list the API server refuses never returns on the
+    # real host: the user sees a webhook timeout): MachineSet missing from contextAwareResources,
+    # in the host's own words.
+    "guard-lookup-failure": (delete(tpl_workers1), [crd_call(V1)] + list_at("MachineDeployment", V1, [md1]) + [
+        list_call("MachineSet", V1, error="Policy has not been granted access to Kubernetes "
+                  "cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.")]),
+    # The configured CAPI version is not served (an old CAPI with capiApiVersion v1beta2): refused
+    # after the CRD list, naming the setting, instead of counting MachineDeployments as none.
+    "guard-capi-version-not-served": (delete(tpl_workers2), [crd_call(V1)]),
+    # Rule 1: a KubeadmControlPlane being deleted keeps its machine template.
+    "guard-rule1-deleting-control-plane": (delete(with_meta(tpl_cp2, **no_owner)), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[deleting(kcp2)], m3m=[])),
+    # Rule 2: a MachineSet being deleted that still has machines keeps its nodeReuse template.
+    "guard-rule2-draining-machineset": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[deleting(ms2) | {"status": {"replicas": 2}}], kcp=[kcp2], m3m=[])),
+    # Rule 3: the owning Cluster is being deleted, but a MachineDeployment of another Cluster
+    # names the template: kept.
+    "guard-rule3-other-cluster-keeps": (delete(tpl_workers2), infra_lists(
+        V2, md=[with_meta(md2, labels={"cluster.x-k8s.io/cluster-name": "edge-b"}) | {
+            "spec": md2["spec"] | {"clusterName": "edge-b"}}], ms=[], kcp=[kcp2], m3m=[]) + [
+        get_call("Cluster", V2, "edge-a", MASKS["Cluster"], False,
+                 found=deleting({"apiVersion": f"{CAPI}/{V2}", "kind": "Cluster",
+                                 "metadata": {"name": "edge-a", "namespace": NS}}))]),
+    # Rule 4: a TalosControlPlane (served at v1alpha3) keeps its machine template.
+    "guard-rule4-talos-control-plane": (delete(with_meta(tpl_cp2, **no_owner)), infra_lists(
+        V2, md=[md2], ms=[ms2], kcp=[], m3m=[], also={"TalosControlPlane": ("v1alpha3", [talos])})),
+    # Rule 5: remediation templates, kept by a MachineHealthCheck (v1beta2) and by a Cluster's
+    # topology health check (v1beta1).
+    "guard-rule5-machinehealthcheck": (delete(remediation_template), remediation_lists(V2, cc=[cc2], mhc=[mhc2])),
+    "guard-rule5-cluster-topology-v1beta1": (delete(remediation_template), remediation_lists(
+        V1, cc=[], mhc=[], clusters=[topology_cluster1])),
+    "guard-rule5-unused-remediation-template": (delete(remediation_template), remediation_lists(V2, cc=[cc2])),
     # Other kinds and operations: accepted with no lookup.
     "guard-delete-metal3machine": (delete(m3m2), []),
     "guard-update-template": (request("UPDATE", INFRA, "Metal3MachineTemplate", V2, tpl_workers2["metadata"]["name"],
@@ -303,23 +374,23 @@ CASES = {
     # A DELETE without oldObject cannot be checked: rejected.
     "guard-delete-without-oldobject": (request("DELETE", INFRA, "Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e"), []),
     # Mutation, as the MachineSet controller creates the machine (annotations present).
-    "mutate-create-from-annotations": (create(created), [
+    "mutate-create-from-annotations": (create(created), [crd_call(V2),
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: no cloned-from annotations, the MachineSet owner names the template.
-    "mutate-create-owner-fallback": (create(with_meta(created, annotations={})), [
+    "mutate-create-owner-fallback": (create(with_meta(created, annotations={})), [crd_call(V2),
         get_call("MachineSet", V2, "edge-a-md-storage-7c4b9d5f8", OWNER_MS_MASKS, False, found=with_meta(md2, name="edge-a-md-storage-7c4b9d5f8") | {"kind": "MachineSet"}),
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: the machine already carries its own cleaning mode; only the annotations are added.
     "mutate-keeps-machine-cleaning-mode": (create(created | {"spec": created["spec"] | {"automatedCleaningMode": "metadata"}}), [
-        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+        crd_call(V2), get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: a machine that already carries the intent (clusterctl move) gets no patch.
     "mutate-already-mutated": (create(with_meta(created, annotations=created["metadata"]["annotations"] | {
         "capi-template-guard.kubewarden.io/node-reuse": "true",
         "capi-template-guard.kubewarden.io/source-template": "edge-a-workers-7f3c9d2e"}) | {
-        "spec": created["spec"] | {"automatedCleaningMode": "disabled"}}), [
+        "spec": created["spec"] | {"automatedCleaningMode": "disabled"}}), [crd_call(V2),
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: the template is gone; creation goes on, with a warning.
-    "mutate-template-missing": (create(created), [
+    "mutate-template-missing": (create(created), [crd_call(V2),
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True)]),
     # UPDATE of a Metal3Machine: no lookup, no patch.
     "mutate-update-ignored": (request("UPDATE", INFRA, "Metal3Machine", V2, created["metadata"]["name"], obj=created, old=created), []),
