@@ -158,8 +158,10 @@ struct FuzzCluster<'a> {
     exchanges: RefCell<Vec<Value>>,
 }
 
-/// A host call as kwctl's session files name it (serde's external tag becomes the YAML tag).
+/// A host call as kwctl's session files name it (serde's external tag becomes the YAML tag, so
+/// the variants keep kwctl's names).
 #[derive(Serialize)]
+#[allow(clippy::enum_variant_names)]
 enum SessionRequest<'a> {
     KubernetesListResourceAll(&'a ListAllResourcesRequest),
     KubernetesListResourceNamespace(&'a ListResourcesByNamespaceRequest),

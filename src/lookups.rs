@@ -252,3 +252,108 @@ impl Lookups for HostLookups<'_> {
         self.get(resource, catalogue::masks_of(resource), name, Read::Direct)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::{VersionSetting, V1BETA1, V1BETA2};
+    use crate::testing::{list_of, referrer_kind, FakeHost};
+    use rstest::rstest;
+
+    /// The version a MachineSet list is sent at, or the failure, for what its CRD serves and
+    /// what `capiApiVersion` says.
+    #[rstest]
+    #[case::auto_newest(&["v1beta2", "v1beta1"], VersionChoice::Auto, Ok(Some("v1beta2")))]
+    #[case::auto_v1beta1_only(&["v1beta1"], VersionChoice::Auto, Ok(Some("v1beta1")))]
+    #[case::auto_nothing_readable(&["v1alpha4"], VersionChoice::Auto, Err(Failure::NoReadableVersion))]
+    #[case::auto_nothing_served(&[], VersionChoice::Auto, Err(Failure::NoReadableVersion))]
+    #[case::pinned_served(&["v1beta2", "v1beta1"], VersionChoice::Fixed(V1BETA1), Ok(Some("v1beta1")))]
+    #[case::pinned_not_served(&["v1beta1"], VersionChoice::Fixed(V1BETA2), Err(Failure::WrongVersion { setting: VersionSetting::Capi }))]
+    fn versions_come_from_the_crd(
+        #[case] served: &[&str],
+        #[case] choice: VersionChoice,
+        #[case] expected: Result<Option<&str>, Failure>,
+    ) {
+        let host = FakeHost::new().install("MachineSet", served);
+        let settings = Settings {
+            capi_api_version: choice,
+            ..Settings::default()
+        };
+        let mut lookups = HostLookups::new(&host, &settings, "ns");
+        let kind = referrer_kind("MachineSet");
+        let got = lookups.version(&kind.resource).map_err(|e| e.failure);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_kind_without_a_crd_is_none_and_costs_no_call() {
+        let host = FakeHost::new().uninstall("MachineSet");
+        let settings = Settings::default();
+        let mut lookups = HostLookups::new(&host, &settings, "ns");
+        assert_eq!(lookups.referrers(referrer_kind("MachineSet")), Ok(vec![]));
+        assert_eq!(
+            lookups.referrers(referrer_kind("TalosControlPlane")),
+            Ok(vec![])
+        );
+        assert_eq!(
+            host.calls(),
+            ["list-all apiextensions.k8s.io/v1 CustomResourceDefinition"]
+        );
+    }
+
+    #[test]
+    fn the_crds_are_read_once_per_request() {
+        let v2 = "cluster.x-k8s.io/v1beta2";
+        let host = FakeHost::new()
+            .answer_list(v2, "MachineSet", &list_of(v2, "MachineSet", &[]))
+            .answer_list(
+                v2,
+                "MachineDeployment",
+                &list_of(v2, "MachineDeployment", &[]),
+            );
+        let settings = Settings::default();
+        let mut lookups = HostLookups::new(&host, &settings, "ns");
+        lookups.referrers(referrer_kind("MachineSet")).unwrap();
+        lookups
+            .referrers(referrer_kind("MachineDeployment"))
+            .unwrap();
+        assert_eq!(host.calls().len(), 3);
+    }
+
+    #[test]
+    fn a_listed_object_of_the_wrong_shape_fails_naming_it() {
+        let v2 = "cluster.x-k8s.io/v1beta2";
+        let bad = serde_json::json!({"kind": "MachineSet", "metadata": {"name": "ms-1"},
+            "spec": {"template": {"spec": {"infrastructureRef": "t"}}}});
+        let host =
+            FakeHost::new().answer_list(v2, "MachineSet", &list_of(v2, "MachineSet", &[bad]));
+        let settings = Settings::default();
+        let mut lookups = HostLookups::new(&host, &settings, "ns");
+        let error = lookups.referrers(referrer_kind("MachineSet")).unwrap_err();
+        assert_eq!(error.failure, Failure::Unreadable);
+        assert_eq!(
+            error.detail,
+            "MachineSet ms-1: spec.template.spec.infrastructureRef is not an object reference"
+        );
+    }
+
+    /// The masks each call sends are the catalogue's, metadata included.
+    #[test]
+    fn lists_send_the_catalogue_masks() {
+        let kind = referrer_kind("MachineSet");
+        let masks: Vec<String> = kind.masks().into_iter().collect();
+        assert_eq!(
+            masks,
+            [
+                "metadata.deletionTimestamp",
+                "metadata.labels",
+                "metadata.name",
+                "spec.clusterName",
+                "spec.replicas",
+                "spec.template.spec.bootstrap.configRef",
+                "spec.template.spec.infrastructureRef",
+                "status.replicas"
+            ]
+        );
+    }
+}
