@@ -578,70 +578,55 @@ mod tests {
         );
     }
 
-    #[test]
-    fn rows_1_to_4_read_only_the_kinds_that_can_name_the_template() {
+    /// The control planes, in catalogue order: each can keep a machine template.
+    const CONTROL_PLANES: [&str; 10] = [
+        "KubeadmControlPlane",
+        "RKE2ControlPlane",
+        "TalosControlPlane",
+        "MicroK8sControlPlane",
+        "CK8sControlPlane",
+        "K0sControlPlane",
+        "KThreesControlPlane",
+        "OCNEControlPlane",
+        "KairosControlPlane",
+        "EtcdadmCluster",
+    ];
+
+    fn machine_keepers(node_reuse: bool) -> Vec<&'static str> {
+        let mut kinds = vec!["MachineDeployment", "MachineSet"];
+        kinds.extend(CONTROL_PLANES);
+        kinds.push("ClusterClass");
+        if node_reuse {
+            kinds.push("Metal3Machine");
+        }
+        kinds
+    }
+
+    #[rstest]
+    #[case::node_reuse_machine_template(
+        INFRASTRUCTURE_GROUP,
+        "Metal3MachineTemplate",
+        true,
+        machine_keepers(true)
+    )]
+    #[case::other_machine_template(
+        INFRASTRUCTURE_GROUP,
+        "OpenStackMachineTemplate",
+        false,
+        machine_keepers(false)
+    )]
+    #[case::bootstrap_template(BOOTSTRAP_GROUP, "TalosConfigTemplate", false, vec!["MachineDeployment", "MachineSet", "KairosControlPlane", "ClusterClass"])]
+    fn rows_1_to_4_read_only_the_kinds_that_can_name_the_template(
+        #[case] group: &str,
+        #[case] kind_name: &str,
+        #[case] node_reuse: bool,
+        #[case] asked: Vec<&str>,
+    ) {
         let mut memory = Memory::default();
-        let mut t = metal3("t");
-        t.node_reuse = true;
+        let mut t = template(group, kind_name, "t");
+        t.node_reuse = node_reuse;
         decide_with(&t, &mut memory).unwrap();
-        assert_eq!(
-            memory.asked,
-            vec![
-                "MachineDeployment",
-                "MachineSet",
-                "KubeadmControlPlane",
-                "RKE2ControlPlane",
-                "TalosControlPlane",
-                "MicroK8sControlPlane",
-                "CK8sControlPlane",
-                "K0sControlPlane",
-                "KThreesControlPlane",
-                "OCNEControlPlane",
-                "KairosControlPlane",
-                "EtcdadmCluster",
-                "ClusterClass",
-                "Metal3Machine"
-            ]
-        );
-        let mut memory = Memory::default();
-        decide_with(
-            &template(BOOTSTRAP_GROUP, "TalosConfigTemplate", "t"),
-            &mut memory,
-        )
-        .unwrap();
-        assert_eq!(
-            memory.asked,
-            vec![
-                "MachineDeployment",
-                "MachineSet",
-                "KairosControlPlane",
-                "ClusterClass"
-            ]
-        );
-        let mut memory = Memory::default();
-        decide_with(
-            &template(INFRASTRUCTURE_GROUP, "OpenStackMachineTemplate", "t"),
-            &mut memory,
-        )
-        .unwrap();
-        assert_eq!(
-            memory.asked,
-            vec![
-                "MachineDeployment",
-                "MachineSet",
-                "KubeadmControlPlane",
-                "RKE2ControlPlane",
-                "TalosControlPlane",
-                "MicroK8sControlPlane",
-                "CK8sControlPlane",
-                "K0sControlPlane",
-                "KThreesControlPlane",
-                "OCNEControlPlane",
-                "KairosControlPlane",
-                "EtcdadmCluster",
-                "ClusterClass"
-            ]
-        );
+        assert_eq!(memory.asked, asked);
     }
 
     #[test]

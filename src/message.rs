@@ -448,17 +448,7 @@ mod tests {
     }
 
     fn error(failure: Failure, api_version: &str, kind: &'static str) -> LookupError {
-        LookupError {
-            lookup: Lookup::List {
-                api_version: api_version.into(),
-                resource: crate::catalogue::resources_read()
-                    .find(|r| r.kind == kind)
-                    .expect("a kind of the catalogue"),
-                namespace: "ns".into(),
-            },
-            failure,
-            detail: "boom".into(),
-        }
+        crate::testing::lookup_error_at(api_version, kind, failure)
     }
 
     #[rstest]

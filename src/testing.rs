@@ -331,9 +331,14 @@ pub struct Memory {
 
 /// A lookup error of `kind` (a catalogue kind) failing with `failure`.
 pub fn lookup_error(kind: &str, failure: Failure) -> LookupError {
+    lookup_error_at("x/v1beta2", kind, failure)
+}
+
+/// A failed list of `kind` at `api_version` in namespace `ns`, the host saying "boom".
+pub fn lookup_error_at(api_version: &str, kind: &str, failure: Failure) -> LookupError {
     LookupError {
         lookup: Lookup::List {
-            api_version: "x/v1beta2".into(),
+            api_version: api_version.into(),
             resource: crate::catalogue::resources_read()
                 .find(|r| r.kind == kind)
                 .expect("a kind of the catalogue"),

@@ -350,6 +350,23 @@ const fn control_plane(
     }
 }
 
+/// Health checks name remediation templates; nothing waits for one to be deleted, and a
+/// health check being deleted remediates nothing more.
+const fn health_check(resource: Resource, fields: &'static [&'static str]) -> ReferrerKind {
+    ReferrerKind {
+        resource,
+        fields,
+        cloned_from: false,
+        creates_machines: false,
+        keeps: &[TemplateClass::Remediation],
+        only_node_reuse: false,
+        while_deleting: WhileDeleting::KeepsNothing,
+        kept_through_cluster_deletion: false,
+        scaled_down_keeps_nothing: false,
+        advice: Advice::HealthCheck,
+    }
+}
+
 /// MachineDeployment, MachineSet: the templates of their machines.
 const MACHINE_SET_FIELDS: &[&str] = &[
     "spec.template.spec.bootstrap.configRef",
@@ -570,8 +587,8 @@ pub static REFERRERS: [ReferrerKind; 16] = [
     // Without its remediation template the MachineHealthCheck controller stops remediating every
     // unhealthy machine of the check (cluster-api `internal/controllers/machinehealthcheck/
     // machinehealthcheck_controller.go`, patchUnhealthyTargets).
-    ReferrerKind {
-        resource: resource(
+    health_check(
+        resource(
             "MachineHealthCheck",
             "machinehealthchecks",
             CAPI_GROUP,
@@ -584,35 +601,19 @@ pub static REFERRERS: [ReferrerKind; 16] = [
                 "spec.clusterName",
             ],
         ),
-        fields: &["spec.remediation.templateRef", "spec.remediationTemplate"],
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[TemplateClass::Remediation],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::HealthCheck,
-    },
+        &["spec.remediation.templateRef", "spec.remediationTemplate"],
+    ),
     // A Cluster's topology overrides its class's health checks; the topology controller resolves
     // their templates in the Cluster's namespace.
-    ReferrerKind {
-        resource: CLUSTER,
-        fields: &[
+    health_check(
+        CLUSTER,
+        &[
             "spec.topology.controlPlane.healthCheck.remediation.templateRef",
             "spec.topology.controlPlane.machineHealthCheck.remediationTemplate",
             "spec.topology.workers.machineDeployments[name].healthCheck.remediation.templateRef",
             "spec.topology.workers.machineDeployments[name].machineHealthCheck.remediationTemplate",
         ],
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[TemplateClass::Remediation],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::HealthCheck,
-    },
+    ),
     // CAPM3 <= 1.12 reads node reuse from the template named by the machine's cloned-from
     // annotation when it deletes the machine; the machine's deletion never waits for the template.
     ReferrerKind {
