@@ -5,7 +5,10 @@
 #   Cargo.lock            the capi-template-guard entry (CI builds with --locked)
 #   metadata.yml          io.kubewarden.policy.version (checked against the tag by the release)
 #   artifacthub-pkg.yml   version, createdAt, the image tag, the release download link, install notes
-#   README.md, examples/  every <ociUrl>:vX.Y.Z and releases/download/vX.Y.Z
+#   README.md, CONTRIBUTING.md, docs/*.md, examples/ (subdirectories too)
+#                         every <ociUrl>:vX.Y.Z, releases/download/vX.Y.Z, tag-pinned raw file
+#                         URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/) and kustomize
+#                         remote target (<source>//examples?ref=vX.Y.Z)
 #
 # Usage: scripts/bump-version.sh [--dry-run] [--root DIR] X.Y.Z
 #        make bump VERSION=X.Y.Z [DRY_RUN=1]
@@ -57,9 +60,15 @@ cd "$root"
 
 # The files the version lives in, relative to the root.
 files=(Cargo.toml Cargo.lock metadata.yml artifacthub-pkg.yml README.md)
-for example in examples/*.yaml examples/*.yml; do
-  [ -e "$example" ] && files+=("$example")
-done
+# Documentation and every manifest under examples/, sorted so the dry run's diff is stable.
+while IFS= read -r file; do
+  files+=("$file")
+done < <(
+  { [ -f CONTRIBUTING.md ] && echo CONTRIBUTING.md
+    [ -d docs ] && find docs -name '*.md'
+    [ -d examples ] && find examples -name '*.yaml' -o -name '*.yml'
+  } | sort
+)
 for file in "${files[@]}"; do
   [ -f "$file" ] || {
     echo "$0: $root/$file is missing" >&2
@@ -95,6 +104,9 @@ source_url="$(annotation 'io\.kubewarden\.policy\.source')"
 regex_escape() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
 oci_re="$(regex_escape "$oci_url")"
 download_re="$(regex_escape "$source_url/releases/download/")"
+# Example files by URL, so that a reader of Artifact Hub needs no clone.
+raw_re="$(regex_escape "${source_url/https:\/\/github.com\//https://raw.githubusercontent.com/}/")"
+remote_re="$(regex_escape "$source_url//")"
 
 # rewrite FILE PROGRAM...: runs the program on FILE and replaces the file only when it changed.
 changed=()
@@ -138,7 +150,9 @@ for file in "${files[@]}"; do
   case "$file" in Cargo.toml | Cargo.lock) continue ;; esac
   rewrite "$file" sed -E \
     -e "s/(${oci_re}):v${semver}/\1:v${version}/g" \
-    -e "s/(${download_re})v${semver}/\1v${version}/g"
+    -e "s/(${download_re})v${semver}/\1v${version}/g" \
+    -e "s/(${raw_re})v${semver}\//\1v${version}\//g" \
+    -e "s/(${remote_re}[A-Za-z0-9._\/-]*\?ref=)v${semver}/\1v${version}/g"
 done
 
 # Cargo.lock must be what cargo itself would write; only checkable inside the real workspace.
@@ -150,4 +164,4 @@ if [ -f testhost/Cargo.toml ] && command -v cargo >/dev/null 2>&1; then
 fi
 
 echo "Version set to $version; changed: ${changed[*]:-nothing, it was already $version}"
-echo "Next: cargo test --test release, commit, then tag v$version (see README.md, Releasing)."
+echo "Next: cargo test --test release, commit, then tag v$version (see CONTRIBUTING.md, Releasing)."

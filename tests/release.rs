@@ -3,11 +3,12 @@
 //! - Every place that names the policy's version agrees with Cargo.toml: Cargo.lock (CI builds
 //!   with `--locked`), metadata.yml (the release compares it with the tag), artifacthub-pkg.yml,
 //!   every tagged reference to the published module and every release download link in the
-//!   README, the examples and the other packaging files, and the examples' `spec.module`.
+//!   README, CONTRIBUTING.md, docs/, the examples and the other packaging files (tag-pinned raw
+//!   file URLs and kustomize remote targets too), and the examples' `spec.module`.
 //! - `scripts/bump-version.sh` (`make bump VERSION=x.y.z`) moves all of those places at once, and
 //!   its dry run writes nothing.
-//! - Every relative link in README.md and examples/ leads to a file that exists, and to a heading
-//!   that exists when it names one.
+//! - Every relative link and #anchor in README.md, CONTRIBUTING.md, docs/*.md and examples/ leads
+//!   to a file that exists, and to a heading that exists when it names one.
 //!
 //! Run with `cargo test --test release`.
 
@@ -46,16 +47,45 @@ fn yaml_file(root: &Path, relative: &str) -> Value {
         .unwrap_or_else(|| panic!("{relative} is empty"))
 }
 
-/// The YAML manifests under examples/, as paths relative to the root, sorted.
+/// The YAML manifests under examples/ (subdirectories too), as paths relative to the root, sorted.
 fn example_files(root: &Path) -> Vec<String> {
-    let mut files: Vec<String> = fs::read_dir(root.join("examples"))
-        .unwrap_or_else(|e| panic!("cannot list examples/: {e}"))
-        .map(|entry| entry.expect("unreadable directory entry").file_name())
-        .filter_map(|name| name.to_str().map(str::to_string))
-        .filter(|name| name.ends_with(".yaml") || name.ends_with(".yml"))
-        .map(|name| format!("examples/{name}"))
-        .collect();
+    fn walk(dir: &Path, relative: &str, out: &mut Vec<String>) {
+        let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {relative}/: {e}"));
+        for entry in entries {
+            let entry = entry.expect("unreadable directory entry");
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let path = format!("{relative}/{name}");
+            if entry.path().is_dir() {
+                walk(&entry.path(), &path, out);
+            } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("examples"), "examples", &mut files);
     files.sort();
+    files
+}
+
+/// CONTRIBUTING.md and docs/*.md: the documentation beside the README.
+fn documentation_files(root: &Path) -> Vec<String> {
+    let mut files: Vec<String> = fs::read_dir(root.join("docs"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|name| name.ends_with(".md"))
+                .map(|name| format!("docs/{name}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    if root.join("CONTRIBUTING.md").exists() {
+        files.insert(0, "CONTRIBUTING.md".to_string());
+    }
     files
 }
 
@@ -138,6 +168,7 @@ fn text_files(root: &Path) -> Vec<String> {
     .filter(|file| root.join(file).exists())
     .map(str::to_string)
     .collect();
+    files.extend(documentation_files(root));
     files.extend(example_files(root));
     files
 }
@@ -173,10 +204,18 @@ fn version_mentions(root: &Path) -> Vec<Mention> {
         Some(annotation("io.kubewarden.policy.version")),
     );
     let oci_url = annotation("io.kubewarden.policy.ociUrl");
-    let downloads = format!(
-        "{}/releases/download/",
-        annotation("io.kubewarden.policy.source")
+    let source = annotation("io.kubewarden.policy.source");
+    let downloads = format!("{source}/releases/download/");
+    // Example files by URL, pinned to the release tag: raw files and kustomize remote targets.
+    let raw = format!(
+        "{}/",
+        source.replacen(
+            "https://github.com/",
+            "https://raw.githubusercontent.com/",
+            1
+        )
     );
+    let remote = format!("{source}//");
 
     let artifacthub = yaml_file(root, "artifacthub-pkg.yml");
     push(
@@ -217,9 +256,20 @@ fn version_mentions(root: &Path) -> Vec<Mention> {
                 ),
             );
         }
-        for (line, tag) in tags_after(&text, &downloads, None) {
+        let mut pinned = tags_after(&text, &downloads, None);
+        pinned.extend(tags_after(&text, &raw, None));
+        for (number, line) in text.lines().enumerate() {
+            if line.contains(&remote) {
+                pinned.extend(
+                    tags_after(line, "?ref=", None)
+                        .into_iter()
+                        .map(|(_, tag)| (number + 1, tag)),
+                );
+            }
+        }
+        for (line, tag) in pinned {
             push(
-                format!("{file}:{line}: {downloads}{tag}"),
+                format!("{file}:{line}: pinned to {tag}"),
                 Some(
                     tag.strip_prefix('v')
                         .unwrap_or("(tag without v)")
@@ -261,8 +311,9 @@ fn every_version_in_the_repository_agrees() {
 
     // The scan must see what it is meant to check, or it would pass on nothing.
     for (file, at_least) in [
-        ("README.md", 1),
-        ("artifacthub-pkg.yml", 3),
+        ("README.md", 4),
+        ("artifacthub-pkg.yml", 4),
+        ("examples/kustomization.yaml", 1),
         ("examples/cluster-admission-policy-guard.yaml", 2),
         ("examples/cluster-admission-policy-mutate.yaml", 2),
     ] {
@@ -566,11 +617,17 @@ fn broken(root: &Path, file: &str, link: &str, files: &BTreeSet<String>) -> Opti
 }
 
 #[test]
-fn relative_links_in_the_readme_and_the_examples_lead_somewhere() {
+fn relative_links_in_the_documentation_and_the_examples_lead_somewhere() {
     let root = repo();
     let files = repository_files(&root);
     let mut sources = vec!["README.md".to_string()];
+    sources.extend(documentation_files(&root));
     sources.extend(example_files(&root));
+    assert!(
+        sources.iter().any(|s| s.starts_with("docs/"))
+            && sources.contains(&"CONTRIBUTING.md".into()),
+        "the link check must see docs/*.md and CONTRIBUTING.md"
+    );
 
     let mut problems = Vec::new();
     for source in &sources {

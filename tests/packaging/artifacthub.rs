@@ -114,16 +114,7 @@ fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
         "{what} links must point at the release asset of v{version} and at {ANNOTATION_SOURCE}"
     );
 
-    let install = str_at(&pkg, "/install", what);
-    for needle in [
-        format!("kwctl pull {oci}"),
-        format!("kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}"),
-    ] {
-        assert!(
-            install.contains(&needle),
-            "{what} install must contain `{needle}`"
-        );
-    }
+    check_install_text(str_at(&pkg, "/install", what), &oci);
 
     assert_eq!(
         pkg["provider"],
@@ -289,4 +280,81 @@ fn author_annotation_is_accepted_by_kwctl_scaffold() {
              `kwctl scaffold artifacthub` (run by the release workflow) rejects {bad:?}"
         );
     }
+}
+
+/// The Artifact Hub install text leads to a policy that works: the examples, pinned to this
+/// release, and never a `kwctl scaffold manifest` without `--allow-context-aware` (kwctl then
+/// drops contextAwareResources and every guarded delete gets a 500). It names the minimum
+/// Kubewarden version, the one the README's requirements give.
+fn check_install_text(install: &str, oci: &str) {
+    let what = "artifacthub-pkg.yml install";
+    let version = oci.rsplit(':').next().unwrap_or_default();
+    let source = Metadata::load().annotation(ANNOTATION_SOURCE).to_string();
+    let examples = format!("kubectl apply -k '{source}//examples?ref={version}'");
+    assert!(
+        install.contains(&examples),
+        "{what} must install the examples pinned to this release: `{examples}`"
+    );
+    assert!(
+        install.contains("--for=condition=PolicyUniquelyReachable"),
+        "{what} must wait for the policies to be reachable"
+    );
+    for (i, line) in install.lines().enumerate() {
+        if line.contains("kwctl scaffold manifest") {
+            assert!(
+                line.contains("--allow-context-aware"),
+                "{what} line {}: `kwctl scaffold manifest` without --allow-context-aware drops \
+                 contextAwareResources: {line}",
+                i + 1
+            );
+            assert!(
+                line.contains(&format!("registry://{oci}")),
+                "{what}: {line}"
+            );
+        }
+    }
+    let minimum = minimum_kubewarden(&read("README.md"));
+    assert!(
+        install.contains(&format!("Kubewarden {minimum} or newer")),
+        "{what} must name the minimum Kubewarden version of the README, {minimum}"
+    );
+}
+
+/// The minimum Kubewarden version of the README's requirements: its first "Kubewarden X.Y or
+/// newer".
+pub(crate) fn minimum_kubewarden(readme: &str) -> String {
+    const KUBEWARDEN: &str = "Kubewarden ";
+    readme
+        .match_indices(KUBEWARDEN)
+        .find_map(|(at, _)| {
+            let mut words = readme[at + KUBEWARDEN.len()..].split_whitespace();
+            let version = words.next()?;
+            let newer = words.next() == Some("or")
+                && words
+                    .next()?
+                    .trim_end_matches(|c: char| !c.is_alphanumeric())
+                    == "newer";
+            (newer && version.starts_with(|c: char| c.is_ascii_digit()))
+                .then(|| version.to_string())
+        })
+        .unwrap_or_else(|| panic!("README.md names no minimum as `Kubewarden X.Y or newer`"))
+}
+
+#[test]
+fn the_install_check_refuses_a_scaffold_without_context_aware_resources() {
+    let oci = Metadata::load().oci_reference();
+    let version = oci.rsplit(':').next().unwrap_or_default();
+    let source = Metadata::load().annotation(ANNOTATION_SOURCE).to_string();
+    let minimum = minimum_kubewarden(&read("README.md"));
+    let good = format!(
+        "Kubewarden {minimum} or newer\nkubectl apply -k '{source}//examples?ref={version}'\n\
+         kubectl wait --for=condition=PolicyUniquelyReachable x\n"
+    );
+    check_install_text(&good, &oci);
+    let bad = format!("{good}kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}\n");
+    let refused = std::panic::catch_unwind(|| check_install_text(&bad, &oci));
+    assert!(
+        refused.is_err(),
+        "a scaffold without --allow-context-aware must be refused"
+    );
 }

@@ -5,18 +5,25 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // examples/
 
+/// Every YAML file under examples/, subdirectories (the PolicyServer component) included.
 fn example_files() -> Vec<PathBuf> {
-    let dir = root().join("examples");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("unreadable directory entry").path())
-        .filter(|path| {
-            matches!(
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries =
+            fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("unreadable directory entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if matches!(
                 path.extension().and_then(|e| e.to_str()),
                 Some("yaml" | "yml")
-            )
-        })
-        .collect();
+            ) {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root().join("examples"), &mut files);
     files.sort();
     assert!(!files.is_empty(), "examples/ holds no YAML manifest");
     files
@@ -160,41 +167,267 @@ fn example_policies_stay_within_metadata() {
             );
         }
 
-        // The policy reads each group at the version its setting names (`auto`, the default:
-        // v1beta2, then v1beta1), and may only read what contextAwareResources lists at that
-        // exact apiVersion: with `auto` a kind must be listed at both versions.
+        // The CRDs decide which version of a kind the policy reads, so an example must list
+        // each kind at every version the policy can read it (test_data/catalogue.json), and it
+        // pins no version: the examples must work on every release.
         for resource in &listed {
-            let setting = match resource.group() {
-                "cluster.x-k8s.io" => "capiApiVersion",
-                "controlplane.cluster.x-k8s.io" => "controlPlaneApiVersion",
-                "infrastructure.cluster.x-k8s.io" => "metal3ApiVersion",
-                _ => continue,
-            };
-            let configured = settings
-                .get(setting)
-                .and_then(Value::as_str)
-                .unwrap_or("auto");
-            if configured == "auto" {
-                let other = if resource.version() == "v1beta1" {
-                    "v1beta2"
-                } else {
-                    "v1beta1"
+            for version in catalogue_versions(&resource.kind) {
+                let wanted = Resource {
+                    api_version: format!("{}/{version}", resource.group()),
+                    kind: resource.kind.clone(),
                 };
                 assert!(
-                    listed.iter().any(|r| r.group() == resource.group()
-                        && r.kind == resource.kind
-                        && r.version() == other),
-                    "{what}: contextAwareResources lists {resource} but not its {other} version, \
-                     which {setting}: auto reads where v1beta2 is not served"
-                );
-            } else {
-                assert_eq!(
-                    resource.version(),
-                    configured,
-                    "{what}: contextAwareResources lists {resource}, but the setting {setting} \
-                     makes the policy read that group at {configured}"
+                    listed.contains(&wanted),
+                    "{what}: contextAwareResources lists {resource} but not {wanted}, which the \
+                     policy reads where the installed CRD serves only that version"
                 );
             }
         }
+        for setting in [
+            "capiApiVersion",
+            "controlPlaneApiVersion",
+            "metal3ApiVersion",
+        ] {
+            let value = settings
+                .get(setting)
+                .and_then(Value::as_str)
+                .unwrap_or("auto");
+            assert_eq!(
+                value, "auto",
+                "{what}: the examples pin no version ({setting}: {value}); docs/design.md says when to"
+            );
+        }
+    }
+}
+
+/// The versions at which the policy can read `kind` (test_data/catalogue.json).
+fn catalogue_versions(kind: &str) -> Vec<String> {
+    let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
+        .expect("test_data/catalogue.json is JSON");
+    strings(
+        &catalogue[kind]["versions"],
+        &format!("test_data/catalogue.json {kind}.versions"),
+    )
+}
+
+/// Both example policies together read what metadata.yml declares, and each lists the CRDs:
+/// without them the policy cannot tell which providers are installed and refuses with a 500.
+#[test]
+fn example_policies_together_read_what_metadata_declares() {
+    let metadata = Metadata::load().context_aware_resources();
+    let crd = Resource {
+        api_version: "apiextensions.k8s.io/v1".to_string(),
+        kind: "CustomResourceDefinition".to_string(),
+    };
+    assert!(
+        metadata.contains(&crd),
+        "metadata.yml contextAwareResources must list {crd}"
+    );
+    let mut union = BTreeSet::new();
+    for (file, policy) in admission_policies() {
+        let what = policy_label(&file, &policy);
+        let listed = resources(
+            &policy["spec"]["contextAwareResources"],
+            &format!("{what} contextAwareResources"),
+        );
+        assert!(listed.contains(&crd), "{what} must list {crd}");
+        union.extend(listed);
+    }
+    let missing: Vec<String> = metadata
+        .difference(&union)
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no example policy lists {missing:?}, which metadata.yml declares: the policy reads them"
+    );
+}
+
+/// The mutation must never block: an evaluation stopped at timeoutEvalSeconds is a 500 refusal
+/// that failurePolicy: Ignore does not cover, so it may not come before the webhook's timeout.
+#[test]
+fn the_mutation_never_refuses_on_its_evaluation_timeout() {
+    let mut mutations = 0;
+    for (file, policy) in admission_policies() {
+        let spec = &policy["spec"];
+        if spec["mutating"] != true {
+            continue;
+        }
+        mutations += 1;
+        let what = policy_label(&file, &policy);
+        assert_eq!(spec["failurePolicy"], "Ignore", "{what}: failurePolicy");
+        let eval = spec["timeoutEvalSeconds"].as_u64();
+        let webhook = spec["timeoutSeconds"].as_u64();
+        assert!(
+            eval.is_some() && eval == webhook,
+            "{what}: timeoutEvalSeconds ({eval:?}) must equal timeoutSeconds ({webhook:?})"
+        );
+    }
+    assert!(mutations > 0, "no mutating example policy");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kustomizations
+
+/// The resources and components a kustomization file names, relative to the repository root.
+fn kustomization_entries(relative: &str) -> (Value, Vec<String>) {
+    let document = yaml_file(relative);
+    let base = Path::new(relative)
+        .parent()
+        .expect("a kustomization has a directory");
+    let mut entries = Vec::new();
+    for key in ["resources", "components"] {
+        if let Some(list) = document.get(key) {
+            for entry in strings(list, &format!("{relative} {key}")) {
+                let path = base.join(&entry);
+                assert!(
+                    root().join(&path).exists(),
+                    "{relative}: {key} names {entry}, which does not exist"
+                );
+                entries.push(path.display().to_string());
+            }
+        }
+    }
+    (document, entries)
+}
+
+#[test]
+fn the_kustomization_installs_rbac_and_both_policies() {
+    let (document, entries) = kustomization_entries("examples/kustomization.yaml");
+    assert_eq!(document["kind"], "Kustomization");
+    assert_eq!(
+        entries,
+        vec![
+            "examples/rbac.yaml",
+            "examples/cluster-admission-policy-guard.yaml",
+            "examples/cluster-admission-policy-mutate.yaml",
+        ],
+        "examples/kustomization.yaml must install the RBAC first, then both policies, and \
+         nothing optional (the PolicyServer is a component)"
+    );
+}
+
+/// The optional PolicyServer: its own service account, two replicas, minAvailable 1 (the
+/// Kubewarden controller makes the PodDisruptionBudget of it), the reader role bound to that
+/// account, and both policies moved onto it.
+#[test]
+fn the_policy_server_component_is_highly_available_with_its_own_account() {
+    let (component, entries) = kustomization_entries("examples/policy-server/kustomization.yaml");
+    assert_eq!(component["kind"], "Component");
+    let documents: Vec<Value> = entries
+        .iter()
+        .flat_map(|file| yaml_documents(file, &read(file)))
+        .collect();
+    let server = documents
+        .iter()
+        .find(|d| d["kind"] == "PolicyServer")
+        .expect("the component creates a PolicyServer");
+    let account = str_at(server, "/spec/serviceAccountName", "the PolicyServer");
+    let namespace = documents
+        .iter()
+        .find(|d| d["kind"] == "ServiceAccount" && d["metadata"]["name"] == account)
+        .map(|d| str_at(d, "/metadata/namespace", "the ServiceAccount"))
+        .unwrap_or_else(|| panic!("the component must create the ServiceAccount {account}"));
+    assert!(server["spec"]["replicas"].as_u64() >= Some(2), "replicas");
+    assert_eq!(server["spec"]["minAvailable"], 1, "minAvailable");
+
+    let patches = seq_at(&component, "/patches", "the component");
+    let patch_of = |kind: &str| -> Value {
+        let patch = patches
+            .iter()
+            .find(|p| p["target"]["kind"] == kind)
+            .unwrap_or_else(|| panic!("the component must patch the {kind}"));
+        yaml_str("a patch", str_at(patch, "/patch", "a patch"))
+    };
+    let binding = patch_of("ClusterRoleBinding");
+    assert_eq!(
+        binding[0]["value"],
+        serde_json::json!([{ "kind": "ServiceAccount", "name": account, "namespace": namespace }]),
+        "the reader role must be bound to the PolicyServer's own account"
+    );
+    let server_name = str_at(server, "/metadata/name", "the PolicyServer");
+    let policies = patch_of("ClusterAdmissionPolicy");
+    assert_eq!(policies[0]["path"], "/spec/policyServer");
+    assert_eq!(policies[0]["value"], server_name);
+}
+
+/// kubectl builds both, when it is on PATH (it is on this project's machines).
+#[test]
+fn kubectl_builds_the_kustomization_with_and_without_the_component() {
+    let Ok(version) = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+    else {
+        eprintln!("kubectl is not on PATH: the kustomizations were checked statically only");
+        return;
+    };
+    assert!(version.status.success());
+    let scratch = std::env::temp_dir().join(format!(
+        "capi-template-guard-kustomize-{}",
+        std::process::id()
+    ));
+    let _ = fs::remove_dir_all(&scratch);
+    fs::create_dir_all(&scratch).expect("a scratch directory");
+    // kustomize refuses absolute paths and bases above the kustomization: link the examples in.
+    std::os::unix::fs::symlink(root().join("examples"), scratch.join("examples"))
+        .expect("a symlink");
+    fs::write(
+        scratch.join("kustomization.yaml"),
+        "resources: [examples]\ncomponents: [examples/policy-server]\n",
+    )
+    .expect("a kustomization");
+    let build = |dir: &Path| {
+        let output = std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(dir)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            output.status.success(),
+            "kubectl kustomize {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        yaml_documents("kustomize output", &String::from_utf8_lossy(&output.stdout))
+    };
+    let plain = build(&root().join("examples"));
+    let with_server = build(&scratch);
+    let _ = fs::remove_dir_all(&scratch);
+    let kinds = |docs: &[Value]| -> Vec<String> {
+        let mut kinds: Vec<String> = docs
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap_or("?").to_string())
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    assert_eq!(
+        kinds(&plain),
+        [
+            "ClusterAdmissionPolicy",
+            "ClusterAdmissionPolicy",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ]
+    );
+    assert!(plain
+        .iter()
+        .all(|d| d["spec"].get("policyServer").is_none()));
+    assert_eq!(
+        kinds(&with_server),
+        [
+            "ClusterAdmissionPolicy",
+            "ClusterAdmissionPolicy",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "PolicyServer",
+            "ServiceAccount"
+        ]
+    );
+    for policy in with_server
+        .iter()
+        .filter(|d| d["kind"] == "ClusterAdmissionPolicy")
+    {
+        assert_eq!(policy["spec"]["policyServer"], "capi-template-guard");
     }
 }

@@ -6,13 +6,19 @@
 //! - questions-ui.yml asks for exactly the settings of the README settings table.
 //! - Every manifest under examples/ parses, and its ClusterAdmissionPolicies stay within the
 //!   rules and contextAwareResources that metadata.yml declares.
-//! - examples/rbac.yaml grants get/list/watch on exactly the contextAwareResources.
+//! - examples/rbac.yaml grants get, list and watch in every rule, on exactly the
+//!   contextAwareResources.
+//! - examples/kustomization.yaml installs RBAC and both policies; the optional PolicyServer
+//!   component runs them on a server of their own.
+//! - The clean-up script deletes nothing unless the guard can refuse, counts only a 409 as kept,
+//!   and fails the Job on any other failure (run against a fake kubectl).
 //! - The release workflow pushes to the OCI repository named in metadata.yml.
 //!
 //! Run with `cargo test --test packaging`. This file holds what the checks share (reading
 //! files, metadata.yml, rules and resources); each concern is a module beside it.
 
 mod artifacthub;
+mod cleanup;
 mod examples;
 mod rbac;
 mod readme;
@@ -248,13 +254,6 @@ impl Resource {
         match self.api_version.rsplit_once('/') {
             Some((group, _)) => group,
             None => "",
-        }
-    }
-
-    fn version(&self) -> &str {
-        match self.api_version.rsplit_once('/') {
-            Some((_, version)) => version,
-            None => &self.api_version,
         }
     }
 

@@ -1,4 +1,5 @@
-//! examples/rbac.yaml grants get/list/watch on exactly the contextAwareResources.
+//! examples/rbac.yaml grants get, list and watch, in every rule, on exactly the
+//! contextAwareResources.
 
 use super::*;
 
@@ -23,7 +24,6 @@ fn rbac_grants_read_access_to_exactly_the_context_aware_resources() {
         .collect();
     assert!(!roles.is_empty(), "{what} holds no ClusterRole");
 
-    let read_verbs: BTreeSet<String> = READ_VERBS.iter().map(|v| v.to_string()).collect();
     let mut granted = BTreeSet::new();
     for role in &roles {
         let role_name = role["metadata"]["name"].as_str().unwrap_or("?");
@@ -39,13 +39,9 @@ fn rbac_grants_read_access_to_exactly_the_context_aware_resources() {
                     "{where_} must not use {key}: the policy lists whole kinds"
                 );
             }
-            let verbs: BTreeSet<String> = strings(&rule["verbs"], &format!("{where_}.verbs"))
-                .into_iter()
-                .collect();
-            assert_eq!(
-                verbs, read_verbs,
-                "{where_} must grant exactly get, list and watch"
-            );
+            if let Some(problem) = verb_problem(rule, &where_) {
+                panic!("{problem}");
+            }
             for group in strings(&rule["apiGroups"], &format!("{where_}.apiGroups")) {
                 for resource in strings(&rule["resources"], &format!("{where_}.resources")) {
                     granted.insert((group.clone(), resource));
@@ -94,4 +90,74 @@ fn every_context_aware_resource_is_a_kind_of_the_catalogue() {
     for resource in Metadata::load().context_aware_resources() {
         assert!(!plural_of(&resource.kind).is_empty(), "{resource}");
     }
+}
+
+/// Why a rule's verbs are wrong, if they are. Each verb has its reason:
+/// - watch: the policy server answers lists from watch-based caches; without watch a cache keeps
+///   its first list for good, and later deletions are checked against that stale snapshot (a
+///   template that became used afterwards could be deleted);
+/// - list: without it no list ever succeeds, and every guarded delete waits for the webhook
+///   timeout;
+/// - get: owning Clusters and a new Metal3Machine's template are read one by one.
+///
+/// Anything more (delete, update, `*`) is more than a reader needs.
+fn verb_problem(rule: &Value, where_: &str) -> Option<String> {
+    let verbs: BTreeSet<String> = strings(&rule["verbs"], &format!("{where_}.verbs"))
+        .into_iter()
+        .collect();
+    let missing: Vec<&str> = READ_VERBS
+        .iter()
+        .copied()
+        .filter(|v| !verbs.contains(*v))
+        .collect();
+    let extra: Vec<&String> = verbs
+        .iter()
+        .filter(|v| !READ_VERBS.contains(&v.as_str()))
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut problem = format!("{where_} must grant exactly get, list and watch");
+    if missing.contains(&"watch") {
+        problem.push_str(
+            ". Without watch the policy server keeps its first list of the kind for good and \
+             checks later deletions against that stale snapshot",
+        );
+    }
+    Some(format!(
+        "{problem}; missing {missing:?}, not needed {extra:?}"
+    ))
+}
+
+#[test]
+fn every_rbac_rule_grants_watch() {
+    let what = "examples/rbac.yaml";
+    let mut rules = 0;
+    for role in yaml_documents(what, &read(what))
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole")
+    {
+        for (i, rule) in seq_at(role, "/rules", what).iter().enumerate() {
+            rules += 1;
+            let verbs = strings(&rule["verbs"], "verbs");
+            assert!(
+                verbs.iter().any(|v| v == "watch"),
+                "{what} rules[{i}] ({:?}) lacks watch: the policy server would check deletions \
+                 against its first list forever",
+                rule["resources"]
+            );
+        }
+    }
+    assert!(rules > 0, "{what} has no rules");
+}
+
+/// The check catches what it is there for.
+#[test]
+fn the_verb_check_refuses_a_rule_without_watch_or_with_more() {
+    let rule = |verbs: &[&str]| serde_json::json!({ "verbs": verbs });
+    assert_eq!(verb_problem(&rule(&["get", "list", "watch"]), "r"), None);
+    let without_watch = verb_problem(&rule(&["get", "list"]), "r").expect("a problem");
+    assert!(without_watch.contains("stale snapshot"), "{without_watch}");
+    assert!(verb_problem(&rule(&["get", "watch"]), "r").is_some());
+    assert!(verb_problem(&rule(&["get", "list", "watch", "delete"]), "r").is_some());
 }
