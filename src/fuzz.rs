@@ -251,10 +251,11 @@ impl<'a> FuzzCluster<'a> {
                 }
             }
             Answer::NotServed => text(format!("Callback evaluation failure: Cannot find resource {api_version}/{kind}")),
-            Answer::GroupVersion404 => text(format!("Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ code: 404 }})")),
+            // The host's texts as ../shared/tools/fakeapi/README.md records them (kwctl 1.36).
+            Answer::GroupVersion404 => text(format!("Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None }})")),
             Answer::NotFound => text(format!("Callback evaluation failure: Cannot find {api_version}/{kind} named '{}' inside of namespace 'Some(\"ns\")'", name.unwrap_or("x"))),
             Answer::Denied => text(format!("Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported.")),
-            Answer::Forbidden => text("Callback evaluation failure: ApiError: forbidden (ErrorResponse { code: 403 })\n\nCaused by:\n  deeper".to_string()),
+            Answer::Forbidden => text(format!("Callback evaluation failure: ApiError: {kind} \"x\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource: Forbidden (Status {{ status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None }})\n\nCaused by:\n    0: ApiError: forbidden")),
             Answer::Timeout => text("Callback evaluation failure: HyperError: operation timed out".to_string()),
             Answer::NotJson => Ok(b"<html>502 Bad Gateway</html>".to_vec()),
             Answer::WrongListKind => Ok(json!({"kind": "SecretList", "items": []}).to_string().into_bytes()),
