@@ -215,23 +215,31 @@ fn shipped_rules_agree_and_name_only_guarded_kinds() {
     }
 }
 
-/// The policy server stops an evaluation after timeoutEvalSeconds (2 s by default) and
-/// refuses it: both example policies leave the first list of a namespace room, below the
-/// webhook's own timeout.
+/// The policy server stops an evaluation after timeoutEvalSeconds (2 s by default) and refuses
+/// it with a 500 that no failurePolicy turns into an accept. The guard (failurePolicy: Fail)
+/// leaves the first lists of a namespace room, below the webhook's own timeout, so the user reads
+/// the policy's answer. The mutation must never block: its evaluation may run as long as the
+/// webhook, so a slow one ends as a webhook timeout, which its failurePolicy: Ignore accepts.
 #[test]
-fn example_policies_give_the_evaluation_room_below_the_webhook_timeout() {
-    for file in [
-        "examples/cluster-admission-policy-guard.yaml",
-        "examples/cluster-admission-policy-mutate.yaml",
+fn example_policies_give_the_evaluation_room_the_failure_policy_needs() {
+    for (file, failure_policy) in [
+        ("examples/cluster-admission-policy-guard.yaml", "Fail"),
+        ("examples/cluster-admission-policy-mutate.yaml", "Ignore"),
     ] {
         let policy = yaml(file)
             .into_iter()
             .find(|d| d["kind"] == "ClusterAdmissionPolicy")
             .expect("a ClusterAdmissionPolicy");
-        let eval = policy["spec"]["timeoutEvalSeconds"].as_u64().unwrap_or(2);
-        let webhook = policy["spec"]["timeoutSeconds"].as_u64().unwrap_or(10);
+        let spec = &policy["spec"];
+        let eval = spec["timeoutEvalSeconds"].as_u64().unwrap_or(2);
+        let webhook = spec["timeoutSeconds"].as_u64().unwrap_or(10);
+        assert_eq!(spec["failurePolicy"], failure_policy, "{file}");
+        let fits = match failure_policy {
+            "Fail" => eval > 2 && eval < webhook,
+            _ => eval == webhook,
+        };
         assert!(
-            eval > 2 && eval < webhook,
+            fits,
             "{file}: timeoutEvalSeconds {eval}, timeoutSeconds {webhook}"
         );
     }
