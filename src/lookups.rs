@@ -174,10 +174,16 @@ impl<'a> HostLookups<'a> {
     }
 
     /// The answer for a listed object whose fields do not have the shape their paths promise.
-    fn bad_field(&self, kind: &'static ReferrerKind, name: &str, error: BadField) -> LookupError {
+    fn bad_field(
+        &self,
+        kind: &'static ReferrerKind,
+        version: &str,
+        name: &str,
+        error: BadField,
+    ) -> LookupError {
         LookupError {
             lookup: Lookup::List {
-                api_version: kind.resource.group.to_string(),
+                api_version: kind.resource.api_version(version),
                 resource: &kind.resource,
                 namespace: self.namespace.to_string(),
             },
@@ -216,7 +222,7 @@ impl Lookups for HostLookups<'_> {
             .iter()
             .map(|object| {
                 references::candidate_of(kind, object)
-                    .map_err(|e| self.bad_field(kind, &object.metadata.name, e))
+                    .map_err(|e| self.bad_field(kind, version, &object.metadata.name, e))
             })
             .collect()
     }
@@ -226,10 +232,14 @@ impl Lookups for HostLookups<'_> {
         kind: &'static ReferrerKind,
         name: &str,
     ) -> Result<Option<Candidate>, LookupError> {
+        let Some(version) = self.version(&kind.resource)? else {
+            return Ok(None);
+        };
         let found = self.get(&kind.resource, kind.masks(), name, Read::Cached)?;
         found
             .map(|object| {
-                references::candidate_of(kind, &object).map_err(|e| self.bad_field(kind, name, e))
+                references::candidate_of(kind, &object)
+                    .map_err(|e| self.bad_field(kind, version, name, e))
             })
             .transpose()
     }
