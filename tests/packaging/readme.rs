@@ -124,3 +124,93 @@ fn every_question_is_complete() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The newcomer's path
+
+/// The README is also the Artifact Hub page and is embedded in the module by `kwctl annotate`:
+/// it stays short, and the rest lives in docs/ and CONTRIBUTING.md.
+const README_MAX_LINES: usize = 250;
+/// No documentation page grows past what a reader can take in one go.
+const DOC_MAX_LINES: usize = 800;
+
+#[test]
+fn the_readme_is_short_and_the_docs_are_bounded() {
+    let lines = read("README.md").lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines; keep it at most {README_MAX_LINES} and move detail to docs/"
+    );
+    let docs = fs::read_dir(root().join("docs")).expect("docs/ exists");
+    for entry in docs.flatten() {
+        let name = format!("docs/{}", entry.file_name().to_string_lossy());
+        let lines = read(&name).lines().count();
+        assert!(lines <= DOC_MAX_LINES, "{name} has {lines} lines");
+    }
+}
+
+/// The words of `needles`, in this order, in `text`; the first one missing or out of order.
+fn out_of_order<'a>(text: &str, needles: &[&'a str]) -> Option<&'a str> {
+    let mut from = 0;
+    for needle in needles {
+        match text[from..].find(needle) {
+            Some(at) => from += at + needle.len(),
+            None => return Some(needle),
+        }
+    }
+    None
+}
+
+/// Install in the order that works: deploy tool, RBAC, policies, wait, smoke test, clean-up.
+#[test]
+fn the_readme_installs_in_the_order_that_works() {
+    let readme = read("README.md");
+    let install = readme
+        .split("\n## Install\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has an `## Install` section");
+    let steps = [
+        "Prepare your deploy tool",
+        "helm.sh/resource-policy: keep",
+        "capi-template-guard.kubewarden.io/cleanup",
+        "kubectl apply -k",
+        "examples/rbac.yaml",
+        "examples/cluster-admission-policy-guard.yaml",
+        "--for=condition=PolicyUniquelyReachable",
+        "--dry-run=server",
+        "(409)",
+        "(500)",
+        "template-cleanup-cronjob.yaml",
+    ];
+    if let Some(step) = out_of_order(install, &steps) {
+        panic!("README.md ## Install: `{step}` is missing or out of order; the order is {steps:?}");
+    }
+    assert_eq!(out_of_order("a b c", &["a", "c"]), None);
+    assert_eq!(out_of_order("c b a", &["a", "c"]), Some("c"));
+}
+
+/// The two commands: set-up and `make evaluate` / `make test` in CONTRIBUTING.md, and a pointer
+/// to them in the README.
+#[test]
+fn the_two_commands_are_in_contributing_and_pointed_to_by_the_readme() {
+    let contributing = read("CONTRIBUTING.md");
+    let section = contributing
+        .split("\n## Two commands\n")
+        .nth(1)
+        .expect("CONTRIBUTING.md has a `## Two commands` section");
+    for needle in [
+        "rustup target add wasm32-wasip1",
+        "make evaluate",
+        "make test",
+    ] {
+        assert!(
+            section.contains(needle),
+            "CONTRIBUTING.md ## Two commands lacks `{needle}`"
+        );
+    }
+    let readme = read("README.md");
+    for needle in ["CONTRIBUTING.md#two-commands", "make evaluate", "make test"] {
+        assert!(readme.contains(needle), "README.md lacks `{needle}`");
+    }
+}
