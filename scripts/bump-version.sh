@@ -7,7 +7,8 @@
 #   artifacthub-pkg.yml   version, createdAt, the image tag, the release download link, install notes
 #   README.md, CONTRIBUTING.md, docs/*.md, examples/ (subdirectories too)
 #                         every <ociUrl>:vX.Y.Z, releases/download/vX.Y.Z, tag-pinned raw file
-#                         URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/) and kustomize
+#                         URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/), docs link
+#                         (<source>/blob/vX.Y.Z/) and kustomize
 #                         remote target (<source>//examples?ref=vX.Y.Z)
 #
 # Usage: scripts/bump-version.sh [--dry-run] [--root DIR] X.Y.Z
@@ -107,6 +108,7 @@ download_re="$(regex_escape "$source_url/releases/download/")"
 # Example files by URL, so that a reader of Artifact Hub needs no clone.
 raw_re="$(regex_escape "${source_url/https:\/\/github.com\//https://raw.githubusercontent.com/}/")"
 remote_re="$(regex_escape "$source_url//")"
+blob_re="$(regex_escape "$source_url/blob/")"
 
 # rewrite FILE PROGRAM...: runs the program on FILE and replaces the file only when it changed.
 changed=()
@@ -152,6 +154,7 @@ for file in "${files[@]}"; do
     -e "s/(${oci_re}):v${semver}/\1:v${version}/g" \
     -e "s/(${download_re})v${semver}/\1v${version}/g" \
     -e "s/(${raw_re})v${semver}\//\1v${version}\//g" \
+    -e "s/(${blob_re})v${semver}\//\1v${version}\//g" \
     -e "s/(${remote_re}[A-Za-z0-9._\/-]*\?ref=)v${semver}/\1v${version}/g"
 done
 

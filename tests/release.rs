@@ -216,6 +216,7 @@ fn version_mentions(root: &Path) -> Vec<Mention> {
         )
     );
     let remote = format!("{source}//");
+    let blob = format!("{source}/blob/");
 
     let artifacthub = yaml_file(root, "artifacthub-pkg.yml");
     push(
@@ -258,6 +259,7 @@ fn version_mentions(root: &Path) -> Vec<Mention> {
         }
         let mut pinned = tags_after(&text, &downloads, None);
         pinned.extend(tags_after(&text, &raw, None));
+        pinned.extend(tags_after(&text, &blob, None));
         for (number, line) in text.lines().enumerate() {
             if line.contains(&remote) {
                 pinned.extend(
@@ -502,6 +504,29 @@ fn heading_anchors(markdown: &str) -> BTreeSet<String> {
     anchors
 }
 
+/// Links to this repository's files at a tag (`<source>/blob/vX.Y.Z/path#anchor`), as paths from
+/// the root: the README is also the Artifact Hub page, where relative links lead nowhere, so it
+/// links the docs by tag-pinned URL. The version scan checks the tag; this checks the path.
+fn pinned_links(text: &str, source: &str) -> Vec<(usize, String)> {
+    let prefix = format!("{source}/blob/");
+    let mut out = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find(&prefix) {
+            rest = &rest[at + prefix.len()..];
+            let Some((_tag, tail)) = rest.split_once('/') else {
+                continue;
+            };
+            let path: String = tail
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '>' | '\'' | '"'))
+                .collect();
+            out.push((number + 1, format!("/{path}")));
+        }
+    }
+    out
+}
+
 /// Targets of Markdown links `[text](target)` that are not URLs.
 fn markdown_link_targets(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -586,6 +611,8 @@ fn broken(root: &Path, file: &str, link: &str, files: &BTreeSet<String>) -> Opti
     let target = if path.is_empty() {
         Some(PathBuf::from(file))
     } else {
+        // "/path" (from pinned_links) is from the root.
+        let path = path.strip_prefix('/').map_or(path, |p| p);
         let candidates = [base.join(path), PathBuf::from(path)];
         let found = candidates.into_iter().find(|c| root.join(c).is_file());
         match found {
@@ -629,11 +656,17 @@ fn relative_links_in_the_documentation_and_the_examples_lead_somewhere() {
         "the link check must see docs/*.md and CONTRIBUTING.md"
     );
 
+    let metadata = yaml_file(&root, "metadata.yml");
+    let source_url = metadata["annotations"]["io.kubewarden.policy.source"]
+        .as_str()
+        .expect("metadata.yml names its source")
+        .to_string();
     let mut problems = Vec::new();
     for source in &sources {
         let text = read(&root, source);
         let mut links = markdown_link_targets(&text);
         links.extend(path_like_words(&text));
+        links.extend(pinned_links(&text, &source_url));
         for (line, link) in links {
             if let Some(why) = broken(&root, source, &link, &files) {
                 problems.push(format!("  {source}:{line}: {link}: {why}"));
@@ -646,6 +679,34 @@ fn relative_links_in_the_documentation_and_the_examples_lead_somewhere() {
         "relative links that lead nowhere:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn the_pinned_link_check_finds_the_path_and_anchor() {
+    assert_eq!(
+        pinned_links(
+            "[a](https://github.com/o/r/blob/v1.2.3/docs/x.md#y) and https://github.com/o/r/tree/v1/z",
+            "https://github.com/o/r"
+        ),
+        vec![(1, "/docs/x.md#y".to_string())]
+    );
+    let root = repo();
+    let files = repository_files(&root);
+    assert!(broken(
+        &root,
+        "README.md",
+        "/docs/design.md#the-decision-table",
+        &files
+    )
+    .is_none());
+    assert!(broken(
+        &root,
+        "README.md",
+        "/docs/design.md#no-such-heading",
+        &files
+    )
+    .is_some());
+    assert!(broken(&root, "README.md", "/docs/no-such-page.md", &files).is_some());
 }
 
 #[test]
