@@ -457,7 +457,7 @@ kw() {
   kw pull --sources-path "$sources" --output-path "$BATS_TEST_TMPDIR/pulled.wasm" "$uri"
   cmp "$POLICY" "$BATS_TEST_TMPDIR/pulled.wasm"
 
-  # Nothing signed this copy, so the verification the README shows must refuse it, and so must
+  # Nothing signed this copy, so the verification docs/operations.md shows must refuse it, and so must
   # the PolicyServer config of examples/policy-server-verification.yaml (which kwctl must read
   # without complaint first).
   sed -n '/^  verification-config: |$/,$p' examples/policy-server-verification.yaml | tail -n +2 |
