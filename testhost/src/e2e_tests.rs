@@ -137,7 +137,7 @@ fn request() -> ValidateRequest {
 }
 
 fn output(policy: &Policy) -> (String, bool) {
-    let (resp, failed) = call_validate(policy, &request(), &json!({})).unwrap();
+    let (resp, failed) = policy.validate(&request(), &json!({})).unwrap();
     (serde_json::to_string(&resp).unwrap(), failed)
 }
 
@@ -150,7 +150,7 @@ fn accepts() {
         ),
         HostState::default(),
     );
-    let settings = call_validate_settings(&policy, &json!({}));
+    let settings = policy.validate_settings(&json!({}));
     assert!(settings.valid);
     assert_eq!(settings.message, None);
     assert_eq!(
@@ -160,7 +160,7 @@ fn accepts() {
             false
         )
     );
-    assert_eq!(protocol_version(&policy).unwrap(), "v1");
+    assert_eq!(policy.protocol_version().unwrap(), "v1");
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn invalid_settings() {
         ),
         HostState::default(),
     );
-    let resp = call_validate_settings(&policy, &json!({"replicas": -1}));
+    let resp = policy.validate_settings(&json!({"replicas": -1}));
     assert!(!resp.valid);
     assert_eq!(resp.message.as_deref(), Some("replicas must be positive"));
 }
@@ -217,7 +217,7 @@ fn settings_garbage_and_trap() {
         &guest(Behaviour::Respond("{}"), Behaviour::Respond(ACCEPT)),
         HostState::default(),
     );
-    let resp = call_validate_settings(&policy, &json!({}));
+    let resp = policy.validate_settings(&json!({}));
     assert_eq!(
         resp.message.as_deref(),
         Some(
@@ -229,7 +229,7 @@ fn settings_garbage_and_trap() {
         &guest(Behaviour::Fail("bad settings"), Behaviour::Respond(ACCEPT)),
         HostState::default(),
     );
-    let resp = call_validate_settings(&policy, &json!({}));
+    let resp = policy.validate_settings(&json!({}));
     assert_eq!(
         resp.message.as_deref(),
         Some(r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#)
@@ -239,7 +239,7 @@ fn settings_garbage_and_trap() {
         &guest(Behaviour::Trap, Behaviour::Respond(ACCEPT)),
         HostState::default(),
     );
-    let resp = call_validate_settings(&policy, &json!({}));
+    let resp = policy.validate_settings(&json!({}));
     assert!(!resp.valid);
     let msg = resp.message.unwrap_or_default();
     assert!(

@@ -50,6 +50,14 @@ pub enum MetadataSource {
 }
 
 impl MetadataSource {
+    /// The metadata found, if any.
+    pub fn declared(&self) -> Option<&PolicyMetadata> {
+        match self {
+            MetadataSource::Annotated(m) | MetadataSource::File(_, m) => Some(m),
+            MetadataSource::None => None,
+        }
+    }
+
     /// The context aware resources declared by whichever metadata was found.
     pub fn context_aware_resources(&self) -> BTreeSet<ContextAwareResource> {
         match self {

@@ -6,10 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::host::Responder;
-use crate::session::CallbackRequestType;
+use crate::kube::{self, Crd};
+use crate::session::KubeRequest;
 
 pub const NAMESPACE: &str = "edge-sites";
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
@@ -100,7 +101,7 @@ impl Kind {
     }
 
     pub fn plural(self) -> String {
-        format!("{}s", self.name().to_lowercase())
+        kube::plural(self.name())
     }
 
     pub fn provider(self) -> Provider {
@@ -399,11 +400,9 @@ impl Api {
     fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, String> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         if !self.release.group_version_served(group, version) {
-            return Err(format!(
-                "error finding resource {api_version} / {kind}: ApiError: \"404 page not found\\n\": Failure (ErrorResponse {{ status: \"404 Not Found\", message: \"\\\"404 page not found\\\\n\\\"\", reason: \"Failure\", code: 404 }})"
-            ));
+            return Err(kube::no_such_group_version(api_version, kind));
         }
-        let not_found = || format!("Cannot find resource {api_version}/{kind}");
+        let not_found = || kube::no_such_kind(api_version, kind);
         match Kind::from_group_name(group, kind) {
             Some(k) if self.release.serves(k, version) => Ok(Resolved::Kind(k)),
             Some(_) => Err(not_found()),
@@ -443,18 +442,16 @@ impl Api {
                         .iter()
                         .all(|(key, value)| obj.labels.get(key) == Some(value))
                     {
-                        items.push(apply_masks(render(obj, version, &self.release), masks));
+                        items.push(kube::apply_masks(
+                            &render(obj, version, &self.release),
+                            masks,
+                        ));
                     }
                 }
             }
         }
-        let list = json!({
-            "apiVersion": api_version,
-            "kind": format!("{kind}List"),
-            "metadata": {"resourceVersion": "1"},
-            "items": items,
-        });
-        serde_json::to_vec(&list).map_err(|e| e.to_string())
+        serde_json::to_vec(&kube::list_answer(api_version, kind, "1", items))
+            .map_err(|e| e.to_string())
     }
 
     fn get(
@@ -467,9 +464,8 @@ impl Api {
     ) -> Result<Vec<u8>, String> {
         let resolved = self.resolve(api_version, kind)?;
         let version = api_version.rsplit('/').next().unwrap_or(api_version);
-        let not_found = || {
-            format!("Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")
-        };
+        let not_found =
+            || kube::no_such_object(api_version, kind, name, namespace.map(String::as_str));
         let Resolved::Kind(k) = resolved else {
             return Err(not_found());
         };
@@ -479,8 +475,35 @@ impl Api {
         let obj = self.stores[self.active]
             .get(k, name)
             .ok_or_else(not_found)?;
-        serde_json::to_vec(&apply_masks(render(obj, version, &self.release), masks))
-            .map_err(|e| e.to_string())
+        serde_json::to_vec(&kube::apply_masks(
+            &render(obj, version, &self.release),
+            masks,
+        ))
+        .map_err(|e| e.to_string())
+    }
+
+    /// The CRDs of every kind the installed providers serve, built from the same tables the
+    /// lookups resolve against, so a kind added there is installed here too.
+    pub fn crds(&self) -> Vec<Crd> {
+        let kinds = Kind::ALL
+            .iter()
+            .map(|k| (k.group(), k.name(), k.provider()));
+        let empty = EMPTY_KINDS.iter().map(|(g, n, p)| (*g, *n, *p));
+        kinds
+            .chain(empty)
+            .filter_map(|(group, kind, provider)| {
+                let versions: Vec<(String, bool)> = ["v1beta1", "v1beta2"]
+                    .into_iter()
+                    .filter(|v| self.release.provider_serves(provider, v))
+                    .map(|v| (v.to_string(), true))
+                    .collect();
+                (!versions.is_empty()).then(|| Crd {
+                    group: group.into(),
+                    kind: kind.into(),
+                    versions,
+                })
+            })
+            .collect()
     }
 }
 
@@ -509,113 +532,42 @@ pub struct SimHost {
 }
 
 impl Responder for SimHost {
-    fn respond(&mut self, request: &CallbackRequestType) -> Result<Vec<u8>, String> {
+    fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
         let mut api = self.api.lock().unwrap_or_else(PoisonError::into_inner);
         api.host_calls += 1;
         match request {
-            CallbackRequestType::KubernetesListResourceNamespace {
-                api_version,
-                kind,
-                namespace,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => api.list(
-                api_version,
-                kind,
-                namespace,
-                label_selector.as_deref(),
-                field_selector.as_deref(),
-                field_masks.as_ref(),
+            KubeRequest::KubernetesListResourceNamespace(r) => api.list(
+                &r.api_version,
+                &r.kind,
+                &r.namespace,
+                r.label_selector.as_deref(),
+                r.field_selector.as_deref(),
+                r.field_masks.as_ref(),
             ),
-            CallbackRequestType::KubernetesGetResource {
-                api_version,
-                kind,
-                name,
-                namespace,
-                field_masks,
-                ..
-            } => api.get(
-                api_version,
-                kind,
-                name,
-                namespace.as_ref(),
-                field_masks.as_ref(),
+            KubeRequest::KubernetesListResourceAll(r)
+                if (r.api_version.as_str(), r.kind.as_str())
+                    == (kube::CRD_API_VERSION, kube::CRD_KIND) =>
+            {
+                serde_json::to_vec(&kube::crd_list(&api.crds(), r.field_masks.as_ref()))
+                    .map_err(|e| e.to_string())
+            }
+            // one namespace holds every object
+            KubeRequest::KubernetesListResourceAll(r) => api.list(
+                &r.api_version,
+                &r.kind,
+                NAMESPACE,
+                r.label_selector.as_deref(),
+                r.field_selector.as_deref(),
+                r.field_masks.as_ref(),
             ),
-            other => Err(format!("simulation: host call not simulated: {other:?}")),
+            KubeRequest::KubernetesGetResource(r) => api.get(
+                &r.api_version,
+                &r.kind,
+                &r.name,
+                r.namespace.as_ref(),
+                r.field_masks.as_ref(),
+            ),
         }
-    }
-}
-
-/// Keeps `apiVersion`, `kind` and `metadata` (without `managedFields`), and of the rest only the
-/// paths named by `masks` (dot-separated; a path through a list applies to every element).
-/// No masks: the whole object, still without `managedFields` (the reflector strips them).
-pub fn apply_masks(mut obj: Value, masks: Option<&BTreeSet<String>>) -> Value {
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    let Some(masks) = masks else {
-        return obj;
-    };
-    let mut out = Map::new();
-    for key in ["apiVersion", "kind", "metadata"] {
-        if let Some(v) = obj.get(key) {
-            out.insert(key.to_string(), v.clone());
-        }
-    }
-    let mut out = Value::Object(out);
-    for mask in masks {
-        let segments: Vec<&str> = mask.split('.').collect();
-        if segments.first() == Some(&"metadata") {
-            continue;
-        }
-        if let Some(part) = extract(&obj, &segments) {
-            merge(&mut out, part);
-        }
-    }
-    out
-}
-
-/// The part of `src` at `segments` (through every element of a list), or `None`.
-fn extract(src: &Value, segments: &[&str]) -> Option<Value> {
-    let Some((first, rest)) = segments.split_first() else {
-        return Some(src.clone());
-    };
-    match src {
-        Value::Object(map) => {
-            let child = extract(map.get(*first)?, rest)?;
-            let mut out = Map::new();
-            out.insert(first.to_string(), child);
-            Some(Value::Object(out))
-        }
-        Value::Array(items) => Some(Value::Array(
-            items
-                .iter()
-                .map(|item| extract(item, segments).unwrap_or_else(|| json!({})))
-                .collect(),
-        )),
-        _ => None,
-    }
-}
-
-fn merge(dst: &mut Value, src: Value) {
-    match (dst, src) {
-        (Value::Object(d), Value::Object(s)) => {
-            for (key, value) in s {
-                match d.get_mut(&key) {
-                    Some(existing) => merge(existing, value),
-                    None => {
-                        d.insert(key, value);
-                    }
-                }
-            }
-        }
-        (Value::Array(d), Value::Array(s)) if d.len() == s.len() => {
-            for (a, b) in d.iter_mut().zip(s) {
-                merge(a, b);
-            }
-        }
-        (d, s) => *d = s,
     }
 }
 
@@ -867,6 +819,9 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+        GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    };
 
     fn release() -> Release {
         Release {
@@ -893,7 +848,7 @@ mod tests {
         api
     }
 
-    fn call(api: &Api, req: CallbackRequestType) -> Result<Value, String> {
+    fn call(api: &Api, req: KubeRequest) -> Result<Value, String> {
         let mut host = SimHost {
             api: Arc::new(Mutex::new(api.clone())),
         };
@@ -901,15 +856,15 @@ mod tests {
             .map(|b| serde_json::from_slice(&b).expect("json"))
     }
 
-    fn list(api_version: &str, kind: &str, masks: &[&str]) -> CallbackRequestType {
-        CallbackRequestType::KubernetesListResourceNamespace {
+    fn list(api_version: &str, kind: &str, masks: &[&str]) -> KubeRequest {
+        KubeRequest::KubernetesListResourceNamespace(ListResourcesByNamespaceRequest {
             api_version: api_version.into(),
             kind: kind.into(),
             namespace: NAMESPACE.into(),
             label_selector: None,
             field_selector: None,
             field_masks: Some(masks.iter().map(|s| s.to_string()).collect()),
-        }
+        })
     }
 
     #[test]
@@ -978,14 +933,14 @@ mod tests {
             .unwrap_err(),
             "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane"
         );
-        let get = CallbackRequestType::KubernetesGetResource {
+        let get = KubeRequest::KubernetesGetResource(GetResourceRequest {
             api_version: "cluster.x-k8s.io/v1beta2".into(),
             kind: "Cluster".into(),
             name: "edge-a".into(),
             namespace: Some(NAMESPACE.into()),
             disable_cache: false,
             field_masks: None,
-        };
+        });
         assert_eq!(
             call(&api, get).unwrap_err(),
             "Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"
@@ -996,17 +951,40 @@ mod tests {
     }
 
     #[test]
-    fn masks_through_lists() {
-        let obj = json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "x", "managedFields": []},
-            "spec": {"workers": {"machineDeployments": [{"class": "a", "infrastructure": {"templateRef": {"name": "t"}}}]}, "other": 1}});
-        let masks: BTreeSet<String> =
-            ["spec.workers.machineDeployments.infrastructure".to_string()]
-                .into_iter()
-                .collect();
+    fn the_crd_list_names_the_installed_kinds_at_their_served_versions() {
+        let api = api_with_ms();
+        let crds = call(
+            &api,
+            KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
+                api_version: kube::CRD_API_VERSION.into(),
+                kind: kube::CRD_KIND.into(),
+                label_selector: None,
+                field_selector: None,
+                field_masks: None,
+            }),
+        )
+        .unwrap();
+        let names: Vec<&str> = crds["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"clusterclasses.cluster.x-k8s.io"),
+            "{names:?}"
+        );
+        // RKE2 is not installed in this release: no CRD, so the policy makes no call for it
+        assert!(!names.iter().any(|n| n.contains("rke2")), "{names:?}");
+        let m3mt = crds["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate")
+            .unwrap();
         assert_eq!(
-            apply_masks(obj, Some(&masks)),
-            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "x"},
-                "spec": {"workers": {"machineDeployments": [{"infrastructure": {"templateRef": {"name": "t"}}}]}}})
+            m3mt["spec"]["versions"],
+            json!([{"name": "v1beta1", "served": true, "storage": true}])
         );
     }
 }

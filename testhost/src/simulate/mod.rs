@@ -21,9 +21,9 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::admission::{AdmissionResponse, ValidateRequest};
+use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 use crate::metadata::ContextAwareResource;
-use crate::runtime::Policy;
 
 use api::{Api, Release, SimHost};
 use world::{Admit, AllowAll, Deployer, Lifecycle, Metrics, Sim, Verdict};
@@ -72,7 +72,7 @@ struct PolicyAdmit<'p> {
 impl Admit for PolicyAdmit<'_> {
     fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
         let req = ValidateRequest::build(request, false)?;
-        let (response, _guest_failed) = crate::call_validate(self.policy, &req, &self.settings)?;
+        let (response, _guest_failed) = self.policy.validate(&req, &self.settings)?;
         Verdict::try_from(&response)
     }
 }
@@ -143,7 +143,7 @@ fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
         ..Default::default()
     };
     let policy = Policy::load(&shared.wasm, &shared.origin, shared.enable_cache, state)?;
-    let validation = crate::call_validate_settings(&policy, &json!({}));
+    let validation = policy.validate_settings(&json!({}));
     if !validation.valid {
         bail!(
             "the policy refuses its default settings {{}}: {}",
@@ -154,8 +154,8 @@ fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
-    let module = crate::PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
-    let allow_list = crate::context_aware_allow_list(true, &module.metadata);
+    let module = PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
+    let allow_list = module.allow_list(true);
     let shared = Shared {
         wasm: module.wasm,
         origin: module.origin,

@@ -1,0 +1,208 @@
+//! What the simulated API servers of `simulate` and `bench-compare` share with the real host:
+//! field masks as the policy server's reflectors apply them, list answers, the CRD list the
+//! policy reads its installed kinds from, and the host's error texts (DOMAIN.md §5).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Value};
+
+/// The policy's pluralizer (lower-case kind, "s"; "es" after "ss"), checked against the `plural`
+/// of every kind in test_data/catalogue.json, which the policy's tests write.
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    if lower.ends_with("ss") {
+        format!("{lower}es")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+/// apiVersion, kind and metadata stay whole (without `managedFields`, which the reflector
+/// strips); of the rest only the masked paths (dot-separated, through every element of a list).
+pub fn apply_masks(object: &Value, masks: Option<&BTreeSet<String>>) -> Value {
+    #[derive(Default)]
+    struct Tree(HashMap<String, Tree>);
+    fn prune(value: &Value, tree: &Tree) -> Value {
+        if tree.0.is_empty() {
+            return value.clone();
+        }
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter_map(|(k, v)| tree.0.get(k).map(|t| (k.clone(), prune(v, t))))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| prune(v, tree)).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut out = match masks.filter(|m| !m.is_empty()) {
+        None => object.clone(),
+        Some(masks) => {
+            let mut tree = Tree::default();
+            for mask in masks {
+                let mut node = &mut tree;
+                for part in mask.split('.') {
+                    node = node.0.entry(part.to_string()).or_default();
+                }
+            }
+            for keep in ["apiVersion", "kind", "metadata"] {
+                tree.0.insert(keep.to_string(), Tree::default());
+            }
+            prune(object, &tree)
+        }
+    };
+    if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    out
+}
+
+/// A list answer: the host checks nothing but `kind: <Kind>List` and the items.
+pub fn list_answer(
+    api_version: &str,
+    kind: &str,
+    resource_version: &str,
+    items: Vec<Value>,
+) -> Value {
+    json!({
+        "apiVersion": api_version,
+        "kind": format!("{kind}List"),
+        "metadata": {"resourceVersion": resource_version},
+        "items": items,
+    })
+}
+
+pub const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
+pub const CRD_KIND: &str = "CustomResourceDefinition";
+
+/// One installed kind: its group and the versions its CRD lists, with `served`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Crd {
+    pub group: String,
+    pub kind: String,
+    pub versions: Vec<(String, bool)>,
+}
+
+impl Crd {
+    /// The object as the API server returns it (without the OpenAPI schemas masks drop anyway).
+    /// The storage version is the newest served one.
+    pub fn render(&self) -> Value {
+        let storage = self.versions.iter().rev().find(|(_, served)| *served);
+        let versions: Vec<Value> = self
+            .versions
+            .iter()
+            .map(|(name, served)| {
+                let storage = storage.is_some_and(|(s, _)| s == name);
+                json!({"name": name, "served": served, "storage": storage})
+            })
+            .collect();
+        let plural = plural(&self.kind);
+        json!({
+            "apiVersion": CRD_API_VERSION,
+            "kind": CRD_KIND,
+            "metadata": {"name": format!("{plural}.{}", self.group)},
+            "spec": {
+                "group": self.group,
+                "names": {"kind": self.kind, "listKind": format!("{}List", self.kind), "plural": plural, "singular": self.kind.to_lowercase()},
+                "scope": "Namespaced",
+                "versions": versions,
+            },
+        })
+    }
+}
+
+/// The `CustomResourceDefinitionList` of `crds`, masked.
+pub fn crd_list(crds: &[Crd], masks: Option<&BTreeSet<String>>) -> Value {
+    let items = crds
+        .iter()
+        .map(|c| apply_masks(&c.render(), masks))
+        .collect();
+    list_answer(CRD_API_VERSION, CRD_KIND, "1", items)
+}
+
+/// A kind missing from a served group/version.
+pub fn no_such_kind(api_version: &str, kind: &str) -> String {
+    format!("Cannot find resource {api_version}/{kind}")
+}
+
+/// A group/version the API server does not serve (API discovery's 404).
+pub fn no_such_group_version(api_version: &str, kind: &str) -> String {
+    format!(
+        "error finding resource {api_version} / {kind}: ApiError: \"404 page not found\\n\": Failure (ErrorResponse {{ status: \"404 Not Found\", message: \"\\\"404 page not found\\\\n\\\"\", reason: \"Failure\", code: 404 }})"
+    )
+}
+
+/// A missing object on get (the namespace printed as a Rust Option, as the host does).
+pub fn no_such_object(
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+) -> String {
+    format!("Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plurals_match_the_policys_catalogue() {
+        let catalogue: Value =
+            serde_json::from_str(include_str!("../../test_data/catalogue.json")).unwrap();
+        let kinds = catalogue.as_object().unwrap();
+        assert!(kinds.contains_key("ClusterClass"));
+        for (kind, entry) in kinds {
+            assert_eq!(plural(kind), entry["plural"], "{kind}");
+        }
+    }
+
+    #[test]
+    fn masks_keep_metadata_and_the_masked_paths_through_arrays() {
+        let object = json!({
+            "apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "labels": {"x": "y"}, "managedFields": []},
+            "spec": {"keep": {"a": 1}, "drop": 2, "list": [{"ref": 1, "other": 2}, {"other": 3}]},
+            "status": {"replicas": 3},
+        });
+        let masks: BTreeSet<String> = ["spec.keep", "spec.list.ref", "metadata.name"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            apply_masks(&object, Some(&masks)),
+            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "labels": {"x": "y"}},
+                   "spec": {"keep": {"a": 1}, "list": [{"ref": 1}, {}]}})
+        );
+        assert_eq!(apply_masks(&object, None)["status"], json!({"replicas": 3}));
+    }
+
+    #[test]
+    fn crd_objects_name_plural_group_and_served_versions() {
+        let crd = Crd {
+            group: "cluster.x-k8s.io".into(),
+            kind: "ClusterClass".into(),
+            versions: vec![("v1beta1".into(), true), ("v1beta2".into(), false)],
+        };
+        let masks: BTreeSet<String> = [
+            "metadata.name",
+            "spec.group",
+            "spec.names.kind",
+            "spec.names.plural",
+            "spec.versions.name",
+            "spec.versions.served",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let list = crd_list(&[crd], Some(&masks));
+        assert_eq!(list["kind"], "CustomResourceDefinitionList");
+        assert_eq!(
+            list["items"][0],
+            json!({"apiVersion": CRD_API_VERSION, "kind": CRD_KIND,
+                "metadata": {"name": "clusterclasses.cluster.x-k8s.io"},
+                "spec": {"group": "cluster.x-k8s.io", "names": {"kind": "ClusterClass", "plural": "clusterclasses"},
+                    "versions": [{"name": "v1beta1", "served": true}, {"name": "v1beta2", "served": false}]}})
+        );
+    }
+}
