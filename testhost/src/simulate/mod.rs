@@ -6,8 +6,18 @@
 //! run twice: with the policy, and without it (every request allowed, nothing mutated).
 
 mod api;
+mod capm3;
+mod cluster;
+mod clusterctl;
+mod controlplane;
+mod deployers;
+mod machinedeployment;
+mod machineset;
 mod rng;
-mod world;
+mod scenario;
+mod sim;
+mod topology;
+mod verdicts;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -26,7 +36,8 @@ use crate::host::HostState;
 use crate::metadata::ContextAwareResource;
 
 use api::{Api, Release, SimHost};
-use world::{Admit, AllowAll, Deployer, Lifecycle, Metrics, Sim, Verdict};
+use scenario::{Deployer, Lifecycle, Metrics};
+use sim::{Admit, AllowAll, Sim, Verdict};
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {

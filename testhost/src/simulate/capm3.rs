@@ -1,0 +1,69 @@
+//! CAPM3 (Cluster API Provider Metal3) deleting a Metal3Machine: the node-reuse decision.
+
+use super::api::{Kind, Obj, Ref, Spec, CLONED_FROM_NAME};
+use super::sim::*;
+
+impl Sim<'_> {
+    /// CAPM3 deleting a Metal3Machine: decides node reuse, then releases the host.
+    pub(super) fn capm3(&mut self) -> bool {
+        let (paused, cluster_deleting) = self.cluster_state();
+        if paused {
+            return false;
+        }
+        let deleting: Vec<Obj> = self.read(|s| {
+            s.of_kind(Kind::Metal3Machine)
+                .filter(|m| m.deleting.is_some())
+                .cloned()
+                .collect()
+        });
+        let Some(m) = self.rng.pick(&deleting).cloned() else {
+            return false;
+        };
+        let Spec::Metal3Machine { intent, .. } = m.spec else {
+            return false;
+        };
+        if !cluster_deleting {
+            let template = if self.sc.release.metal3_v1beta2 {
+                // >= 1.13: the owner's current template
+                self.read(|s| {
+                    let (kind, name) = m.controller.clone()?;
+                    match &s.get(kind, &name)?.spec {
+                        Spec::MachineSet { infra, .. } | Spec::ControlPlane { infra, .. } => {
+                            Some(infra.clone())
+                        }
+                        _ => None,
+                    }
+                })
+            } else {
+                m.annotations
+                    .get(CLONED_FROM_NAME)
+                    .map(|n| Ref::new(Kind::Metal3MachineTemplate, n.clone()))
+            };
+            let decision = template.as_ref().and_then(|r| {
+                self.read(|s| match s.get(r.kind, &r.name) {
+                    Some(Obj {
+                        spec: Spec::Template { node_reuse, .. },
+                        ..
+                    }) => Some(*node_reuse),
+                    _ => None,
+                })
+            });
+            self.m.decisions += 1;
+            let reuse = decision.unwrap_or(false);
+            if intent && !reuse {
+                self.m.lost += 1;
+            }
+            let name = m.name.clone();
+            self.ev(|| {
+                format!(
+                    "CAPM3: Metal3Machine {name} deleted, node reuse {reuse} (template {} {}), intent {intent}{}",
+                    template.map(|r| r.to_string()).unwrap_or_else(|| "unknown".into()),
+                    if decision.is_some() { "read" } else { "NOT FOUND" },
+                    if intent && !reuse { "  <-- LOST" } else { "" }
+                )
+            });
+        }
+        self.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
+        true
+    }
+}

@@ -1,0 +1,129 @@
+//! The Cluster API Cluster controller (deletion order) and Kubernetes' garbage collector and
+//! namespace controller.
+
+use anyhow::Result;
+
+use super::api::{Kind, Obj};
+use super::sim::*;
+
+impl Sim<'_> {
+    pub(super) fn cluster_controller(&mut self) -> bool {
+        let Some(cluster) = self.read(|s| s.get(Kind::Cluster, CLUSTER).cloned()) else {
+            return false;
+        };
+        if cluster.deleting.is_none() {
+            return false;
+        }
+        let now = self.now;
+        // workers first, then the control plane, then the Cluster
+        let mds = self.read(|s| s.names(Kind::MachineDeployment));
+        let sets = self.read(|s| s.names(Kind::MachineSet));
+        let mut did = false;
+        for md in &mds {
+            did |= self.read(|s| {
+                s.get(Kind::MachineDeployment, md)
+                    .is_some_and(|o| o.deleting.is_none())
+            });
+            self.write(|s| s.delete(Kind::MachineDeployment, md, now));
+        }
+        for ms in &sets {
+            did |= self.read(|s| {
+                s.get(Kind::MachineSet, ms)
+                    .is_some_and(|o| o.deleting.is_none())
+            });
+            self.write(|s| s.delete(Kind::MachineSet, ms, now));
+        }
+        if did {
+            return true;
+        }
+        let workers_left = self.read(|s| {
+            s.of_kind(Kind::Metal3Machine).any(|m| {
+                m.controller
+                    .as_ref()
+                    .is_some_and(|(k, _)| *k == Kind::MachineSet)
+            })
+        });
+        if !mds.is_empty() || !sets.is_empty() || workers_left {
+            return false;
+        }
+        let kind = self.sc.cp_kind;
+        if let Some(cp) = self.read(|s| s.get(kind, "edge-a-cp").cloned()) {
+            if cp.deleting.is_none() {
+                self.write(|s| s.delete(kind, "edge-a-cp", now));
+                return true;
+            }
+            return false;
+        }
+        if self.read(|s| s.of_kind(Kind::Metal3Machine).next().is_some()) {
+            return false;
+        }
+        self.write(|s| s.drop_finalizer(Kind::Cluster, CLUSTER, CLUSTER_FINALIZER));
+        self.ev(|| "Cluster edge-a gone".to_string());
+        true
+    }
+
+    /// Deletes what an owner that is gone left behind, retrying refused deletes with backoff.
+    pub(super) fn garbage_collector(&mut self) -> Result<bool> {
+        let orphans: Vec<(Kind, String)> = self.read(|s| {
+            let cluster_gone = s.get(Kind::Cluster, CLUSTER).is_none();
+            s.objects
+                .values()
+                .filter(|o| o.deleting.is_none())
+                .filter(|o| {
+                    (cluster_gone && o.owner_cluster.is_some())
+                        || o.controller
+                            .as_ref()
+                            .is_some_and(|(k, n)| s.get(*k, n).is_none())
+                })
+                .map(Obj::key)
+                .collect()
+        });
+        let mut did = false;
+        for (kind, name) in orphans {
+            if !self.due(Task::GarbageCollector, kind, &name) {
+                continue;
+            }
+            match self.delete(
+                kind,
+                &name,
+                "system:serviceaccount:kube-system:generic-garbage-collector",
+            )? {
+                Deleted::Refused(_) => {
+                    self.refused_retry_later(Task::GarbageCollector, kind, &name, 5, 1000);
+                }
+                _ => did = true,
+            }
+        }
+        Ok(did)
+    }
+
+    /// The namespace controller: deletes every kind (one kind per pass, in random order),
+    /// again and again until the namespace is empty.
+    pub(super) fn namespace_deletion(&mut self) -> Result<Option<u64>> {
+        self.write(|s| s.namespace_terminating = true);
+        if self.read(|s| s.objects.is_empty()) {
+            return Ok(None);
+        }
+        if self.ns_kinds.is_empty() {
+            self.ns_kinds = Kind::ALL.to_vec();
+            self.rng.shuffle(&mut self.ns_kinds);
+        }
+        let kind = self.ns_kinds.remove(0);
+        let mut names = self.read(|s| s.names(kind));
+        self.rng.shuffle(&mut names);
+        for name in names {
+            if let Deleted::Refused(_) = self.delete(
+                kind,
+                &name,
+                "system:serviceaccount:kube-system:namespace-controller",
+            )? {
+                self.m.retries += 1;
+            }
+        }
+        Ok(Some(if self.ns_kinds.is_empty() {
+            self.rng.range(5, 30)
+        } else {
+            self.rng.range(0, 2)
+        }))
+    }
+}

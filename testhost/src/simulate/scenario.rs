@@ -1,0 +1,402 @@
+//! What a seed chooses (deploy tool, lifecycle, releases, sizes, what the upgrade changes),
+//! the world it starts with, and what a run measures.
+
+use anyhow::{anyhow, Result};
+
+use super::api::Release;
+use super::api::{
+    Kind, Obj, Ref, Spec, Worker, CLEANUP_LABEL, MS_FINALIZER, MS_TOPOLOGY_FINALIZER,
+};
+use super::rng::Rng;
+use super::sim::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deployer {
+    /// Helm 3: deletes retired templates once; a refused delete is forgotten.
+    Helm3,
+    /// Helm >= 4.2: a refused delete fails the release; the pipeline runs the upgrade again.
+    Helm4,
+    /// Flux helm-controller 1.6: a failed upgrade is retried at the HelmRelease's interval.
+    Flux,
+    /// Argo CD with pruning: a refused prune fails the sync; retried 5 times with backoff.
+    Argo,
+    /// The README's pattern: `helm.sh/resource-policy: keep`, the clean-up job collects.
+    Keep,
+    /// A ClusterClass: Helm 3 ships the class and its templates; the topology controller
+    /// rotates the cluster's own copies and deletes them.
+    Topology,
+}
+
+impl Deployer {
+    pub const ALL: [Deployer; 6] = [
+        Deployer::Helm3,
+        Deployer::Helm4,
+        Deployer::Flux,
+        Deployer::Argo,
+        Deployer::Keep,
+        Deployer::Topology,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Deployer::Helm3 => "Helm 3",
+            Deployer::Helm4 => "Helm 4",
+            Deployer::Flux => "Flux helm-controller",
+            Deployer::Argo => "Argo CD prune",
+            Deployer::Keep => "keep + clean-up job",
+            Deployer::Topology => "ClusterClass topology",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// The upgrade alone.
+    None,
+    ClusterDeletion,
+    NamespaceDeletion,
+    Move,
+}
+
+impl Lifecycle {
+    pub const ALL: [Lifecycle; 4] = [
+        Lifecycle::None,
+        Lifecycle::ClusterDeletion,
+        Lifecycle::NamespaceDeletion,
+        Lifecycle::Move,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Lifecycle::None => "upgrade only",
+            Lifecycle::ClusterDeletion => "then Cluster deletion",
+            Lifecycle::NamespaceDeletion => "then namespace deletion",
+            Lifecycle::Move => "then clusterctl move",
+        }
+    }
+}
+
+/// What a seed chose.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub deployer: Deployer,
+    pub lifecycle: Lifecycle,
+    pub release: Release,
+    pub cp_kind: Kind,
+    pub cp_replicas: u32,
+    pub cp_surge: u32,
+    /// replicas, maxSurge, maxUnavailable of each MachineDeployment
+    pub mds: Vec<(u32, u32, u32)>,
+    pub node_reuse: bool,
+    pub cleaning: Option<String>,
+    pub upgrade_workers: bool,
+    pub upgrade_bootstrap: bool,
+    pub upgrade_cp: bool,
+    pub delete_old_ms: bool,
+    pub remove_md: bool,
+    pub upgrade_at: u64,
+    pub lifecycle_at: u64,
+    pub cleanup_offset: u64,
+}
+
+impl Scenario {
+    pub fn generate(seed: u64, rng: &mut Rng) -> Scenario {
+        let combos = (Deployer::ALL.len() * Lifecycle::ALL.len()) as u64;
+        let combo = (seed % combos) as usize;
+        let deployer = Deployer::ALL[combo % Deployer::ALL.len()];
+        let lifecycle = Lifecycle::ALL[combo / Deployer::ALL.len()];
+        let capi_v1beta2 = rng.chance(70);
+        let metal3_v1beta2 = capi_v1beta2 && rng.chance(50);
+        let cp_kind = if rng.chance(50) {
+            Kind::KubeadmControlPlane
+        } else {
+            Kind::Rke2ControlPlane
+        };
+        let rke2 = if cp_kind == Kind::Rke2ControlPlane || rng.chance(30) {
+            Some(capi_v1beta2 && rng.chance(70))
+        } else {
+            None
+        };
+        let md_count = rng.range(1, 2);
+        let mds = (0..md_count)
+            .map(|_| {
+                let replicas = rng.range(1, 3) as u32;
+                if rng.chance(50) {
+                    (replicas, 1, 0)
+                } else {
+                    (replicas, 0, 1)
+                }
+            })
+            .collect();
+        let upgrade_workers = rng.chance(80);
+        let upgrade_cp = !upgrade_workers || rng.chance(50);
+        let upgrade_at = rng.range(60, 900);
+        Scenario {
+            deployer,
+            lifecycle,
+            release: Release {
+                capi_v1beta2,
+                metal3_v1beta2,
+                rke2,
+            },
+            cp_kind,
+            cp_replicas: if rng.chance(50) { 1 } else { 3 },
+            cp_surge: if rng.chance(50) { 1 } else { 0 },
+            mds,
+            node_reuse: rng.chance(80),
+            cleaning: if rng.chance(70) {
+                Some("disabled".to_string())
+            } else {
+                None
+            },
+            upgrade_workers,
+            upgrade_bootstrap: rng.chance(50),
+            upgrade_cp,
+            delete_old_ms: deployer == Deployer::Topology || rng.chance(50),
+            remove_md: deployer == Deployer::Topology && rng.chance(40),
+            upgrade_at,
+            lifecycle_at: upgrade_at + rng.range(0, 2 * HOUR),
+            cleanup_offset: rng.range(0, HOUR - 1),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}; {}; {} x{} (maxSurge {}); MDs {:?} (replicas, maxSurge, maxUnavailable); nodeReuse {}; upgrade workers {} bootstrap {} control plane {}; old MachineSets deleted {}; MD removed from topology {}; upgrade at {} s, lifecycle at {} s",
+            self.deployer.label(),
+            self.lifecycle.label(),
+            self.release.describe(),
+            self.cp_kind.name(),
+            self.cp_replicas,
+            self.cp_surge,
+            self.mds,
+            self.node_reuse,
+            self.upgrade_workers,
+            self.upgrade_bootstrap,
+            self.upgrade_cp,
+            self.delete_old_ms,
+            self.remove_md,
+            self.upgrade_at,
+            self.lifecycle_at,
+        )
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    pub decisions: u64,
+    pub lost: u64,
+    pub missing: u64,
+    /// Reconcile errors on templates released because their Cluster is being deleted, in
+    /// controllers that have not been told to delete yet (nothing scales up any more, and CAPM3
+    /// makes no node-reuse decisions while the Cluster is being deleted).
+    pub missing_cluster_deleting: u64,
+    pub stuck: u64,
+    pub leaked: u64,
+    pub refused: u64,
+    pub retries: u64,
+    pub refused_creates: u64,
+    pub admissions: u64,
+    pub mutations: u64,
+    pub host_calls: u64,
+}
+
+impl Metrics {
+    pub fn add(&mut self, o: &Metrics) {
+        self.decisions += o.decisions;
+        self.lost += o.lost;
+        self.missing += o.missing;
+        self.stuck += o.stuck;
+        self.leaked += o.leaked;
+        self.refused += o.refused;
+        self.retries += o.retries;
+        self.refused_creates += o.refused_creates;
+        self.missing_cluster_deleting += o.missing_cluster_deleting;
+        self.admissions += o.admissions;
+        self.mutations += o.mutations;
+        self.host_calls += o.host_calls;
+    }
+
+    /// Must all be zero with the policy.
+    pub fn failed(&self) -> bool {
+        self.lost + self.missing + self.stuck + self.leaked + self.refused_creates > 0
+    }
+}
+
+impl Sim<'_> {
+    pub(super) fn template(&mut self, kind: Kind, prefix: &str, deployer_managed: bool) -> Obj {
+        let name = self.name(prefix);
+        let mut t = Obj::new(
+            kind,
+            name,
+            Spec::Template {
+                node_reuse: kind == Kind::Metal3MachineTemplate && self.sc.node_reuse,
+                cleaning: if kind == Kind::Metal3MachineTemplate {
+                    self.sc.cleaning.clone()
+                } else {
+                    None
+                },
+            },
+        );
+        if deployer_managed {
+            t.labels.insert(CLEANUP_LABEL.into(), "true".into());
+            t.labels
+                .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
+            if self.sc.deployer == Deployer::Keep {
+                t.annotations
+                    .insert("helm.sh/resource-policy".into(), "keep".into());
+            }
+        }
+        t
+    }
+
+    pub(super) fn build(&mut self) -> Result<()> {
+        let mut cluster = Obj::new(Kind::Cluster, CLUSTER, Spec::Cluster { paused: false });
+        cluster.finalizers.insert(CLUSTER_FINALIZER.into());
+        self.create(cluster);
+        let bk = self.bootstrap_kind();
+        let cp_infra;
+        let mut workers = Vec::new();
+        if self.topology() {
+            let cc_cp = self.template(Kind::Metal3MachineTemplate, "cc-cp", true);
+            let cc_cp = self.create(cc_cp);
+            let mut class_workers = Vec::new();
+            for i in 0..self.sc.mds.len() {
+                let infra = self.template(Kind::Metal3MachineTemplate, "cc-workers", true);
+                let infra = self.create(infra);
+                let boot = self.template(bk, "cc-bootstrap", true);
+                let boot = self.create(boot);
+                class_workers.push(Worker {
+                    class: format!("pool{i}"),
+                    infra,
+                    bootstrap: boot,
+                });
+            }
+            let cc = Obj::new(
+                Kind::ClusterClass,
+                CLASS,
+                Spec::ClusterClass {
+                    cp_infra: cc_cp.clone(),
+                    workers: class_workers.clone(),
+                },
+            );
+            self.create(cc);
+            let c = self
+                .clone_of(&cc_cp, "edge-a-cp")
+                .ok_or_else(|| anyhow!("class template missing"))?;
+            cp_infra = self.create(c);
+            for w in &class_workers {
+                let i = self
+                    .clone_of(&w.infra, &format!("edge-a-{}-infra", w.class))
+                    .ok_or_else(|| anyhow!("class template missing"))?;
+                let b = self
+                    .clone_of(&w.bootstrap, &format!("edge-a-{}-bootstrap", w.class))
+                    .ok_or_else(|| anyhow!("class template missing"))?;
+                workers.push((self.create(i), self.create(b)));
+            }
+        } else {
+            let mut t = self.template(Kind::Metal3MachineTemplate, "edge-a-cp", true);
+            t.owner_cluster = Some(CLUSTER.into());
+            cp_infra = self.create(t);
+            for i in 0..self.sc.mds.len() {
+                let mut a =
+                    self.template(Kind::Metal3MachineTemplate, &format!("edge-a-md{i}"), true);
+                a.owner_cluster = Some(CLUSTER.into());
+                let mut b = self.template(bk, &format!("edge-a-md{i}-bootstrap"), true);
+                b.owner_cluster = Some(CLUSTER.into());
+                workers.push((self.create(a), self.create(b)));
+            }
+        }
+        let mut cp = Obj::new(
+            self.sc.cp_kind,
+            "edge-a-cp",
+            Spec::ControlPlane {
+                infra: cp_infra.clone(),
+                replicas: self.sc.cp_replicas,
+                max_surge: self.sc.cp_surge,
+                legacy_ref: self.sc.cp_kind == Kind::Rke2ControlPlane && self.rng.chance(30),
+            },
+        );
+        cp.finalizers.insert(CP_FINALIZER.into());
+        cp.owner_cluster = Some(CLUSTER.into());
+        self.create(cp);
+        for _ in 0..self.sc.cp_replicas {
+            self.create_machine((self.sc.cp_kind, "edge-a-cp".into()), &cp_infra, true)?;
+        }
+        for (i, (infra, boot)) in workers.into_iter().enumerate() {
+            let (replicas, surge, unavailable) = self.sc.mds[i];
+            let md_name = format!("edge-a-md{i}");
+            let mut md = Obj::new(
+                Kind::MachineDeployment,
+                md_name.clone(),
+                Spec::MachineDeployment {
+                    infra: infra.clone(),
+                    bootstrap: boot.clone(),
+                    replicas,
+                    max_surge: surge,
+                    max_unavailable: unavailable,
+                },
+            );
+            md.finalizers.insert(MD_FINALIZER.into());
+            if self.topology() {
+                md.finalizers.insert(MD_TOPOLOGY_FINALIZER.into());
+            }
+            md.owner_cluster = Some(CLUSTER.into());
+            if self.topology() {
+                md.labels.insert(
+                    "topology.cluster.x-k8s.io/deployment-name".into(),
+                    format!("pool{i}"),
+                );
+            }
+            self.create(md);
+            let ms = self.new_machineset(&md_name, &infra, &boot, replicas);
+            for _ in 0..replicas {
+                self.create_machine((Kind::MachineSet, ms.clone()), &infra, true)?;
+            }
+            self.write(|s| {
+                if let Some(Obj {
+                    spec:
+                        Spec::MachineSet {
+                            status_replicas, ..
+                        },
+                    ..
+                }) = s.get_mut(Kind::MachineSet, &ms)
+                {
+                    *status_replicas = Some(replicas);
+                }
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn new_machineset(
+        &mut self,
+        md: &str,
+        infra: &Ref,
+        boot: &Ref,
+        replicas: u32,
+    ) -> String {
+        let name = self.name(md);
+        let mut ms = Obj::new(
+            Kind::MachineSet,
+            name.clone(),
+            Spec::MachineSet {
+                infra: infra.clone(),
+                bootstrap: boot.clone(),
+                replicas,
+                status_replicas: None,
+            },
+        );
+        ms.finalizers.insert(MS_FINALIZER.into());
+        if self.topology() {
+            ms.finalizers.insert(MS_TOPOLOGY_FINALIZER.into());
+        }
+        ms.owner_cluster = Some(CLUSTER.into());
+        ms.controller = Some((Kind::MachineDeployment, md.to_string()));
+        ms.labels
+            .insert("cluster.x-k8s.io/deployment-name".into(), md.to_string());
+        self.create(ms);
+        name
+    }
+}
