@@ -1,4 +1,8 @@
-//! CAPM3 (Cluster API Provider Metal3) deleting a Metal3Machine: the node-reuse decision.
+//! CAPM3 (Cluster API Provider Metal3) deleting a Metal3Machine: the node-reuse decision, read
+//! from a Metal3MachineTemplate: <= 1.12 the one named by the machine's cloned-from annotation
+//! (baremetal/metal3machine_manager.go@v1.12.0), >= 1.13 the owning MachineSet's or control
+//! plane's current infrastructureRef (same file @v1.13.0, PR 3168). A template not found means no
+//! reuse; no decision at all while the Cluster is being deleted.
 
 use super::api::{Kind, Obj, Ref, Spec, CLONED_FROM_NAME};
 use super::sim::*;

@@ -1,5 +1,7 @@
-//! The Cluster API Cluster controller (deletion order) and Kubernetes' garbage collector and
-//! namespace controller.
+//! The Cluster API Cluster controller's deletion order: workers, then the control plane, then
+//! the Cluster (internal/controllers/cluster/cluster_controller.go@v1.12.0, reconcileDelete);
+//! Kubernetes' garbage collector (owners gone: dependents deleted, refusals retried with backoff)
+//! and namespace controller (every kind deleted again and again until the namespace is empty).
 
 use anyhow::Result;
 

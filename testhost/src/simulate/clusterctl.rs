@@ -1,4 +1,7 @@
-//! `clusterctl move`: pause, create on the target, delete on the source.
+//! `clusterctl move`: pause, create everything on the target, then annotate each source object
+//! with delete-for-move and delete it, retrying a refused delete with exponential backoff for
+//! about two minutes before the move fails half done (cmd/clusterctl/client/cluster/mover.go@v1.12.0,
+//! deleteSourceObject with newWriteBackoff).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,8 @@
-//! The control-plane controllers (KubeadmControlPlane, RKE2ControlPlane): rollout and deletion.
+//! The control-plane controllers (KubeadmControlPlane, RKE2ControlPlane): rollout, one machine at
+//! a time, and deletion. KubeadmControlPlane 1.12.0 to 1.12.5 cannot delete itself while its
+//! machine template is missing (cluster-api issue 13536); 1.12.6 tolerates it
+//! (controlplane/kubeadm/internal/filters.go@v1.12.6, PR 13558). CAPRKE2 0.25.0 has the same bug
+//! (cluster-api-provider-rke2 issue 1004, PR 1007).
 
 use anyhow::Result;
 
@@ -26,6 +30,9 @@ impl Sim<'_> {
             return Ok(false);
         }
         if obj.deleting.is_some() {
+            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), &infra) {
+                return Ok(false);
+            }
             let mut did = false;
             for m in &machines {
                 if m.deleting.is_none() {

@@ -1,6 +1,6 @@
 //! The deploy tools: they apply an upgrade (new templates, the owners pointed at them) and
-//! delete the templates it retired; what each does when the policy refuses a delete. And the
-//! README's clean-up job.
+//! delete the templates it retired; what each does when the policy refuses a delete is cited at
+//! each tool below. And the README's clean-up job.
 
 use anyhow::Result;
 
@@ -21,31 +21,64 @@ impl Sim<'_> {
                 Ok(Some(self.rng.range(1, 5)))
             }
             DeployPhase::Delete { attempt } => {
-                let user = match self.sc.deployer {
+                let deployer = self.sc.deployer;
+                let user = match deployer {
                     Deployer::Helm3 | Deployer::Helm4 | Deployer::Topology => "helm",
                     Deployer::Flux => "system:serviceaccount:flux-system:helm-controller",
+                    Deployer::Kustomize { .. } => {
+                        "system:serviceaccount:flux-system:kustomize-controller"
+                    }
                     Deployer::Argo => "system:serviceaccount:argocd:argocd-application-controller",
                     Deployer::Keep => {
                         self.deploy = DeployPhase::Done;
                         return Ok(None);
                     }
                 };
-                let mut refused = false;
+                let mut refused = Vec::new();
                 let retired: Vec<Ref> = self.retired.iter().cloned().collect();
                 for r in retired {
-                    if matches!(self.delete(r.kind, &r.name, user)?, Deleted::Refused(_)) {
-                        refused = true;
+                    // gitops-engine pkg/cache/cluster.go@5baed56 (GetManagedLiveObjs): only
+                    // objects without ownerReferences are managed, so prune candidates; Cluster
+                    // API owns every template a MachineSet or control plane used (argo-cd issue
+                    // 4764): dropped from Git, it is orphaned silently, the app stays Synced
+                    let owned = self.read(|s| {
+                        s.get(r.kind, &r.name)
+                            .is_some_and(|o| o.owner_cluster.is_some() || o.controller.is_some())
+                    });
+                    if deployer == Deployer::Argo && owned {
+                        self.retired.remove(&r);
+                        self.leak(&r, "Argo CD does not prune an owned object");
+                        continue;
+                    }
+                    match self.delete(r.kind, &r.name, user)? {
+                        Deleted::Refused(_) => refused.push(r),
+                        _ => {
+                            self.retired.remove(&r);
+                        }
                     }
                 }
-                if !refused {
+                if refused.is_empty() {
                     self.deploy = DeployPhase::Done;
                     return Ok(None);
                 }
-                let next = match self.sc.deployer {
-                    // Helm 3 (and the class chart) logs the refusal and forgets the template
+                let next = match deployer {
+                    // helm pkg/kube/client.go@v3.8.1 (Update): a failed delete is logged (seen
+                    // with --debug only) and the upgrade succeeds (helm issue 11375). The class
+                    // chart of the topology flow is a Helm 3 release too.
                     Deployer::Helm3 | Deployer::Topology => None,
+                    // helm PR 31393 (v4.0.0): the upgrade fails; the pipeline runs it again
                     Deployer::Helm4 => Some(self.rng.range(300, 900)),
-                    Deployer::Flux => Some(600),
+                    // helm-controller go.mod@v1.5.0 (helm.sh/helm/v4): the upgrade fails; with
+                    // the default upgrade.remediation.retries 0 the release stays failed and is
+                    // not retried until its spec changes
+                    Deployer::Flux => None,
+                    // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0
+                    // (PR 1665): what was not pruned stays in status.inventory, Ready=False
+                    // (PruneFailed), retried every interval; before, the inventory moved on and
+                    // the object was forgotten after one failure
+                    Deployer::Kustomize { retries: true } => Some(600),
+                    Deployer::Kustomize { retries: false } => None,
+                    // a refused prune fails the sync: retried 5 times with backoff
                     Deployer::Argo if attempt < 5 => Some(5 << attempt),
                     _ => None,
                 };
@@ -58,6 +91,11 @@ impl Sim<'_> {
                         Ok(Some(delay))
                     }
                     None => {
+                        let why = format!("{} gave up the delete", deployer.label());
+                        for r in refused {
+                            self.retired.remove(&r);
+                            self.leak(&r, &why);
+                        }
                         self.deploy = DeployPhase::Done;
                         Ok(None)
                     }
@@ -175,7 +213,12 @@ impl Sim<'_> {
             s.objects
                 .values()
                 .filter(|o| o.kind.is_template())
-                .filter(|o| o.labels.get(CLEANUP_LABEL).map(String::as_str) == Some("true"))
+                // its label, and what the topology controller tried to delete once and left
+                // behind (issue 17: the clean-up job collects topology-owned templates too)
+                .filter(|o| {
+                    o.labels.get(CLEANUP_LABEL).map(String::as_str) == Some("true")
+                        || o.labels.contains_key(TOPOLOGY_OWNED)
+                })
                 .filter(|o| o.deleting.is_none() && o.created + CLEANUP_MIN_AGE <= self.now)
                 .map(|o| Ref::new(o.kind, o.name.clone()))
                 .collect()

@@ -1,4 +1,6 @@
-//! The Cluster API MachineDeployment controller: rollout between MachineSets, deletion.
+//! The Cluster API MachineDeployment controller: rolling update between MachineSets (the
+//! Deployment algorithm), old MachineSets deleted once scaled to 0 (Cluster API >= 1.11), and
+//! deletion (internal/controllers/machinedeployment/machinedeployment_sync.go@v1.12.0).
 
 use std::collections::BTreeSet;
 

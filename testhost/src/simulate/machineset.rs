@@ -1,4 +1,8 @@
-//! The Cluster API MachineSet controller: machines, status.replicas, deletion.
+//! The Cluster API MachineSet controller: machines, status.replicas, deletion. status.replicas is
+//! the number of its machines, deleting ones included, and is written on every reconcile, also
+//! while the MachineSet is being deleted (internal/controllers/machineset/machineset_controller.go
+//! and machineset_controller_status.go@v1.12.0): the policy reads it to keep a node-reuse
+//! template while the MachineSet still has machines.
 
 use std::collections::BTreeSet;
 

@@ -36,7 +36,7 @@ use crate::host::HostState;
 use crate::metadata::ContextAwareResource;
 
 use api::{Api, Release, SimHost};
-use scenario::{Deployer, Lifecycle, Metrics};
+use scenario::{Deployer, Lifecycle, Metrics, Scenario};
 use sim::{Admit, AllowAll, Sim, Verdict};
 
 #[derive(Debug, clap::Args)]
@@ -122,15 +122,59 @@ impl TryFrom<&AdmissionResponse> for Verdict {
     }
 }
 
+/// One flow's (deploy tool and lifecycle) runs, with and without the policy.
+#[derive(Debug, Default)]
+struct Flow {
+    seeds: u64,
+    with: Metrics,
+    without: Metrics,
+    explained: Option<&'static str>,
+}
+
 #[derive(Debug, Default)]
 struct Totals {
     with: Metrics,
     without: Metrics,
     runs: u64,
     failing: BTreeSet<u64>,
-    /// node-reuse decisions lost without the policy, by deployer
-    lost_by_deployer: BTreeMap<&'static str, (u64, u64)>,
-    flows: BTreeMap<(usize, usize), u64>,
+    /// by (deploy tool, lifecycle) as they appear in Deployer::ALL and Lifecycle::ALL
+    flows: BTreeMap<(usize, bool, usize), Flow>,
+}
+
+impl Totals {
+    fn add(&mut self, sc: &Scenario, with: &Metrics, without: &Metrics) {
+        let deployer = Deployer::ALL
+            .iter()
+            .position(|d| d.label() == sc.deployer.label())
+            .unwrap_or(0);
+        let newer = !matches!(sc.deployer, Deployer::Kustomize { retries: false });
+        let lifecycle = Lifecycle::ALL
+            .iter()
+            .position(|l| *l == sc.lifecycle)
+            .unwrap_or(0);
+        let flow = self.flows.entry((deployer, newer, lifecycle)).or_default();
+        flow.seeds += 1;
+        flow.with.add(with);
+        flow.without.add(without);
+        flow.explained = sc.deployer.explained_leak();
+        self.with.add(with);
+        self.without.add(without);
+        self.runs += 1;
+    }
+
+    fn merge(&mut self, other: Totals) {
+        self.with.add(&other.with);
+        self.without.add(&other.without);
+        self.runs += other.runs;
+        self.failing.extend(other.failing);
+        for (key, f) in other.flows {
+            let flow = self.flows.entry(key).or_default();
+            flow.seeds += f.seeds;
+            flow.with.add(&f.with);
+            flow.without.add(&f.without);
+            flow.explained = f.explained;
+        }
+    }
 }
 
 struct Shared {
@@ -200,7 +244,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                 println!("  {line}");
             }
             println!("  => {metrics:?}\n");
-            failed |= with_policy && metrics.failed();
+            failed |= with_policy && metrics.failed(sim.scenario().deployer);
         }
         return Ok(if failed {
             ExitCode::from(1)
@@ -234,48 +278,18 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                         };
                         let mut sim = Sim::new(seed, api.clone(), &mut admit, false);
                         let with = sim.run()?;
-                        let deployer = sim.scenario().deployer;
-                        let lifecycle = sim.scenario().lifecycle;
+                        let scenario = sim.scenario().clone();
                         let mut allow = AllowAll;
                         let without = Sim::new(seed, api.clone(), &mut allow, false).run()?;
-                        if with.failed() {
+                        if with.failed(scenario.deployer) {
                             local.failing.insert(seed);
                         }
-                        let entry = local.lost_by_deployer.entry(deployer.label()).or_default();
-                        entry.0 += with.lost;
-                        entry.1 += without.lost;
-                        *local
-                            .flows
-                            .entry((
-                                Deployer::ALL
-                                    .iter()
-                                    .position(|d| *d == deployer)
-                                    .unwrap_or(0),
-                                Lifecycle::ALL
-                                    .iter()
-                                    .position(|l| *l == lifecycle)
-                                    .unwrap_or(0),
-                            ))
-                            .or_default() += 1;
-                        local.with.add(&with);
-                        local.without.add(&without);
-                        local.runs += 1;
+                        local.add(&scenario, &with, &without);
                     }
-                    let mut t = totals
+                    totals
                         .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    t.with.add(&local.with);
-                    t.without.add(&local.without);
-                    t.runs += local.runs;
-                    t.failing.extend(local.failing);
-                    for (k, v) in local.lost_by_deployer {
-                        let e = t.lost_by_deployer.entry(k).or_default();
-                        e.0 += v.0;
-                        e.1 += v.1;
-                    }
-                    for (k, v) in local.flows {
-                        *t.flows.entry(k).or_default() += v;
-                    }
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .merge(local);
                     Ok(())
                 })
             })
@@ -326,24 +340,42 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
 }
 
 /// A table row: label, the value of a run's metrics, whether it must be 0 with the policy.
-type Row = (&'static str, fn(&Metrics) -> u64, bool);
+type Row = (&'static str, fn(&Metrics) -> u64, &'static str);
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let rows: [Row; 10] = [
-        ("node-reuse decisions lost", |m| m.lost, true),
-        ("missing-template reconcile errors", |m| m.missing, true),
-        ("stuck flows", |m| m.stuck, true),
-        ("leaked templates", |m| m.leaked, true),
-        ("refused Metal3Machine creates", |m| m.refused_creates, true),
-        ("refused deletes", |m| m.refused, false),
+    let rows: [Row; 12] = [
+        ("node-reuse decisions lost", |m| m.lost, " (must be 0)"),
+        (
+            "missing-template reconcile errors",
+            |m| m.missing,
+            " (must be 0)",
+        ),
+        ("stuck flows", |m| m.stuck, " (must be 0)"),
+        (
+            "templates leaked: a delete given up or never made",
+            |m| m.leaked,
+            " (explained flows only)",
+        ),
+        (
+            "templates left at the end, nothing collected them",
+            |m| m.left,
+            " (must be 0)",
+        ),
+        (
+            "refused Metal3Machine creates",
+            |m| m.refused_creates,
+            " (must be 0)",
+        ),
+        ("refused deletes", |m| m.refused, ""),
         (
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
-            false,
+            "",
         ),
-        ("retries", |m| m.retries, false),
-        ("node-reuse decisions made", |m| m.decisions, false),
-        ("Metal3Machines annotated", |m| m.mutations, false),
+        ("retries", |m| m.retries, ""),
+        ("node-reuse decisions made", |m| m.decisions, ""),
+        ("Metal3Machines annotated", |m| m.mutations, ""),
+        ("guarded requests (evaluations, with the policy)", |m| m.admissions, ""),
     ];
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
@@ -355,36 +387,54 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     println!();
     println!("| metric | with policy | without policy |");
     println!("|---|---:|---:|");
-    for (label, get, must_be_zero) in rows {
+    for (label, get, rule) in rows {
+        println!("| {label}{rule} | {} | {} |", get(&t.with), get(&t.without));
+    }
+    println!("| host calls | {} | 0 |", t.with.host_calls);
+    println!();
+    println!("Per flow, with / without the policy (leaks: * = explained, see below):");
+    println!();
+    println!("| flow | seeds | lost | stuck | leaked |");
+    println!("|---|---:|---:|---:|---:|");
+    for ((d, newer, l), f) in &t.flows {
+        let deployer = match Deployer::ALL.get(*d) {
+            Some(Deployer::Kustomize { .. }) if !newer => "Flux kustomize-controller < v1.9.0",
+            Some(Deployer::Kustomize { .. }) => "Flux kustomize-controller >= v1.9.0",
+            Some(d) => d.label(),
+            None => "?",
+        };
         println!(
-            "| {label}{} | {} | {} |",
-            if must_be_zero { " (must be 0)" } else { "" },
-            get(&t.with),
-            get(&t.without)
+            "| {deployer} {} | {} | {} / {} | {} / {} | {} / {}{} |",
+            Lifecycle::ALL.get(*l).map_or("?", |x| x.label()),
+            f.seeds,
+            f.with.lost,
+            f.without.lost,
+            f.with.stuck,
+            f.without.stuck,
+            f.with.leaked,
+            f.without.leaked,
+            if f.explained.is_some() { " *" } else { "" },
         );
     }
-    println!(
-        "| policy evaluations / host calls | {} / {} | 0 / 0 |",
-        t.with.admissions, t.with.host_calls
-    );
     println!();
-    println!("node-reuse decisions lost, by deployer (with / without the policy):");
-    for (deployer, (w, wo)) in &t.lost_by_deployer {
-        println!("  {deployer:<24} {w:>6} / {wo}");
+    println!("Explained leaks (allowed in these flows only; the clean-up job collects them):");
+    let mut explained: Vec<(&str, &str)> = Vec::new();
+    for d in Deployer::ALL
+        .into_iter()
+        .chain([Deployer::Kustomize { retries: false }])
+    {
+        if let Some(why) = d.explained_leak() {
+            let name = match d {
+                Deployer::Kustomize { .. } => "Flux kustomize-controller < v1.9.0",
+                _ => d.label(),
+            };
+            explained.push((name, why));
+        }
+    }
+    for (name, why) in explained {
+        println!("  {name}: {why}");
     }
     println!();
-    let per_flow: Vec<String> = t
-        .flows
-        .iter()
-        .map(|((d, l), n)| {
-            format!(
-                "{} {}: {n}",
-                Deployer::ALL.get(*d).map_or("?", |x| x.label()),
-                Lifecycle::ALL.get(*l).map_or("?", |x| x.label())
-            )
-        })
-        .collect();
-    println!("seeds per flow: {}", per_flow.join("; "));
     println!(
         "{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
         t.runs * 2,

@@ -112,8 +112,6 @@ pub struct Sim<'a> {
     pub(super) deploy: DeployPhase,
     /// Templates the deployer retired (to be deleted by it or collected by the clean-up job).
     pub(super) retired: BTreeSet<Ref>,
-    /// Topology: copies to delete once the control plane moved on.
-    pub(super) topo_retired: BTreeSet<Ref>,
     pub(super) topo_md_removed: bool,
     pub(super) lifecycle_started: bool,
     pub(super) ns_kinds: Vec<Kind>,
@@ -146,7 +144,6 @@ impl<'a> Sim<'a> {
             names: 0,
             deploy: DeployPhase::Apply,
             retired: BTreeSet::new(),
-            topo_retired: BTreeSet::new(),
             topo_md_removed: false,
             lifecycle_started: false,
             ns_kinds: Vec::new(),
@@ -437,6 +434,12 @@ impl<'a> Sim<'a> {
         Ok(created)
     }
 
+    /// A template a deploy tool or controller will not try to delete again.
+    pub(super) fn leak(&mut self, r: &Ref, why: &str) {
+        self.m.leaked += 1;
+        self.ev(|| format!("LEAKED {r}: {why}"));
+    }
+
     /// A controller reads a template it needs; a missing one is a reconcile error.
     pub(super) fn fetch(&mut self, reader: &str, r: &Ref) -> bool {
         if self.read(|s| s.exists(r)) {
@@ -673,31 +676,105 @@ mod tests {
         }
     }
 
+    /// Refuses every template DELETE, as the policy does for templates in use.
+    struct RefuseDeletes;
+
+    impl Admit for RefuseDeletes {
+        fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
+            Ok(Verdict {
+                allowed: request["operation"] != "DELETE",
+                message: "(409) in use".to_string(),
+                patch: None,
+            })
+        }
+    }
+
+    fn seeds(deployer: Deployer, lifecycle: Lifecycle) -> impl Iterator<Item = u64> {
+        let flows = (Deployer::ALL.len() * Lifecycle::ALL.len()) as u64;
+        let d = Deployer::ALL
+            .iter()
+            .position(|x| x.label() == deployer.label())
+            .unwrap();
+        let l = Lifecycle::ALL.iter().position(|x| *x == lifecycle).unwrap();
+        (0..20).map(move |i| i * flows + (l * Deployer::ALL.len() + d) as u64)
+    }
+
     #[test]
     fn every_flow_is_chosen_evenly() {
-        let mut rng = Rng::new(0);
-        let flows: BTreeSet<(usize, usize)> = (0..24)
+        let flows = Deployer::ALL.len() * Lifecycle::ALL.len();
+        let chosen: BTreeSet<(&str, usize)> = (0..flows as u64)
             .map(|seed| {
-                let sc = Scenario::generate(seed, &mut rng);
-                (
-                    Deployer::ALL
-                        .iter()
-                        .position(|d| *d == sc.deployer)
-                        .unwrap(),
-                    Lifecycle::ALL
-                        .iter()
-                        .position(|l| *l == sc.lifecycle)
-                        .unwrap(),
-                )
+                let sc = Scenario::generate(seed, &mut Rng::new(seed));
+                let lifecycle = Lifecycle::ALL.iter().position(|l| *l == sc.lifecycle);
+                (sc.deployer.label(), lifecycle.unwrap())
             })
             .collect();
-        assert_eq!(flows.len(), 24);
+        assert_eq!(chosen.len(), flows);
+        for d in Deployer::ALL {
+            assert!(seeds(d, Lifecycle::Move).all(|seed| {
+                Scenario::generate(seed, &mut Rng::new(seed))
+                    .deployer
+                    .label()
+                    == d.label()
+            }));
+        }
     }
 
     #[test]
     fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
-        // seeds 0, 24, 48, ... are Helm 3 upgrades
-        let lost: u64 = (0..40).map(|i| run(i * 24).0.lost).sum();
+        let lost: u64 = seeds(Deployer::Helm3, Lifecycle::None)
+            .map(|s| run(s).0.lost)
+            .sum();
         assert!(lost > 0);
+    }
+
+    #[test]
+    fn the_topology_deletes_an_old_control_plane_template_once_and_leaks_it_when_refused() {
+        let mut leaked = 0;
+        for seed in seeds(Deployer::Topology, Lifecycle::None) {
+            let api = Arc::new(Mutex::new(Api::new(
+                Scenario::generate(seed, &mut Rng::new(seed)).release,
+            )));
+            let mut refuse = RefuseDeletes;
+            let mut sim = Sim::new(seed, api, &mut refuse, true);
+            let metrics = sim.run().unwrap();
+            let trace = sim.take_trace();
+            let refused_by_topology = trace
+                .iter()
+                .filter(|l| l.contains("topology: DELETE Metal3MachineTemplate edge-a-cp"))
+                .count() as u64;
+            // one attempt per rotation, never a retry
+            let rotations = trace
+                .iter()
+                .filter(|l| l.contains("topology: control plane now uses"))
+                .count() as u64;
+            assert_eq!(refused_by_topology, rotations, "seed {seed}");
+            leaked += metrics.leaked;
+        }
+        assert!(leaked > 0);
+    }
+
+    #[test]
+    fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
+        for seed in seeds(Deployer::Argo, Lifecycle::None) {
+            let (metrics, trace) = run(seed);
+            assert_eq!(metrics.lost, 0, "seed {seed}");
+            assert!(!trace
+                .iter()
+                .any(|l| l.contains("argocd-application-controller: DELETE")));
+        }
+    }
+
+    #[test]
+    fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
+        let stuck: u64 = seeds(Deployer::Keep, Lifecycle::NamespaceDeletion)
+            .chain(seeds(Deployer::Helm3, Lifecycle::NamespaceDeletion))
+            .chain(seeds(Deployer::Helm4, Lifecycle::NamespaceDeletion))
+            .filter(|seed| {
+                Scenario::generate(*seed, &mut Rng::new(*seed)).cp_needs_template_on_delete
+            })
+            .map(|seed| run(seed).0.stuck)
+            .sum();
+        assert!(stuck > 0);
     }
 }

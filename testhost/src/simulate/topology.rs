@@ -1,5 +1,6 @@
 //! The Cluster API topology controller (ClusterClass): rotates the Cluster's own template
-//! copies, and its finalizers on MachineDeployments and MachineSets.
+//! copies (cluster-api internal/controllers/topology/cluster/reconcile_state.go@v1.12.0), and its
+//! finalizers on MachineDeployments and MachineSets.
 
 use std::collections::BTreeSet;
 
@@ -56,7 +57,18 @@ impl Sim<'_> {
                         }
                     });
                     self.ev(|| format!("topology: control plane now uses {new}"));
-                    self.topo_retired.insert(current);
+                    // cluster-api internal/controllers/topology/cluster/reconcile_state.go@v1.12.0
+                    // (reconcileControlPlane): the old template is deleted in the same reconcile,
+                    // "best effort ... may leak templates": a refusal returns an error, and the
+                    // next reconcile compares the new template with itself, so it never retries
+                    if let Deleted::Refused(_) =
+                        self.delete(current.kind, &current.name, "topology")?
+                    {
+                        self.leak(
+                            &current,
+                            "the topology controller deletes it once, best effort",
+                        );
+                    }
                     return Ok(true);
                 }
             }
@@ -133,29 +145,15 @@ impl Sim<'_> {
                 return Ok(true);
             }
         }
-        // the old control-plane copy goes as soon as the control plane moved on
-        let retired: Vec<Ref> = self.topo_retired.iter().cloned().collect();
-        let mut did = false;
-        for r in retired {
-            if !self.due(Task::Topology, r.kind, &r.name) {
-                continue;
-            }
-            match self.delete(r.kind, &r.name, "topology")? {
-                Deleted::Refused(_) => {
-                    self.refused_retry_later(Task::Topology, r.kind, &r.name, 10, 300);
-                }
-                _ => {
-                    self.topo_retired.remove(&r);
-                    did = true;
-                }
-            }
-        }
-        Ok(did)
+        Ok(false)
     }
 
     /// The topology's finalizer on a MachineDeployment or MachineSet being deleted: deletes each
     /// of `templates` that exists and is not `in_use`, when `task` is due for it (a refused
     /// delete is retried later), and drops the finalizer once none is left; true when it did.
+    /// cluster-api internal/controllers/topology/machineset/machineset_controller.go and
+    /// machinedeployment/machinedeployment_controller.go@v1.12.0 (reconcileDelete): an error
+    /// requeues, so the deletion is retried until it succeeds.
     pub(super) fn topology_finalizer(
         &mut self,
         (kind, name, finalizer): (Kind, &str, &str),

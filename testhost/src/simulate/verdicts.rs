@@ -228,11 +228,11 @@ impl Sim<'_> {
             self.ev(|| format!("STUCK: flow {why}; objects left: {left:?}"));
         }
         let garbage = self.garbage_templates();
-        self.m.leaked += garbage.len() as u64;
+        self.m.left += garbage.len() as u64;
         if !garbage.is_empty() {
             self.ev(|| {
                 format!(
-                    "LEAKED: {:?}",
+                    "LEFT BEHIND, nothing collected: {:?}",
                     garbage.iter().map(|r| r.to_string()).collect::<Vec<_>>()
                 )
             });
