@@ -16,15 +16,26 @@ impl Sim<'_> {
                     self.deploy = DeployPhase::Done;
                     return Ok(None);
                 }
+                let before = self.release_objects();
                 self.apply_upgrade();
+                self.revisions = Some((before, self.release_objects(), self.retired.clone()));
                 self.deploy = DeployPhase::Delete { attempt: 0 };
+                Ok(Some(self.rng.range(1, 5)))
+            }
+            DeployPhase::Reapply { attempt } => {
+                if let Some((_, after, retired)) = self.revisions.clone() {
+                    self.install(&after);
+                    self.retired = retired;
+                    self.ev(|| "helm-controller: upgrade applied again".to_string());
+                }
+                self.deploy = DeployPhase::Delete { attempt };
                 Ok(Some(self.rng.range(1, 5)))
             }
             DeployPhase::Delete { attempt } => {
                 let deployer = self.sc.deployer;
                 let user = match deployer {
                     Deployer::Helm3 | Deployer::Helm4 | Deployer::Topology => "helm",
-                    Deployer::Flux => "system:serviceaccount:flux-system:helm-controller",
+                    Deployer::Flux { .. } => "system:serviceaccount:flux-system:helm-controller",
                     Deployer::Kustomize { .. } => {
                         "system:serviceaccount:flux-system:kustomize-controller"
                     }
@@ -71,7 +82,17 @@ impl Sim<'_> {
                     // helm-controller go.mod@v1.5.0 (helm.sh/helm/v4): the upgrade fails; with
                     // the default upgrade.remediation.retries 0 the release stays failed and is
                     // not retried until its spec changes
-                    Deployer::Flux => None,
+                    Deployer::Flux { retries: false } => None,
+                    // with upgrade.remediation.retries 2, the release is rolled back and the
+                    // upgrade tried again (internal/reconcile/atomic_release.go@v1.5.0)
+                    Deployer::Flux { retries: true } if attempt < 2 => {
+                        self.rollback(user)?;
+                        self.deploy = DeployPhase::Reapply {
+                            attempt: attempt + 1,
+                        };
+                        self.m.retries += 1;
+                        return Ok(Some(self.rng.range(60, 300)));
+                    }
                     // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0
                     // (PR 1665): what was not pruned stays in status.inventory, Ready=False
                     // (PruneFailed), retried every interval; before, the inventory moved on and
@@ -103,6 +124,56 @@ impl Sim<'_> {
             }
             DeployPhase::Done => Ok(None),
         }
+    }
+
+    /// The release's objects: the owners the upgrade points at templates, and the templates.
+    fn release_objects(&self) -> Vec<Obj> {
+        self.read(|s| {
+            s.objects
+                .values()
+                .filter(|o| match o.spec {
+                    Spec::Template { .. } => o.labels.contains_key(CLEANUP_LABEL),
+                    Spec::MachineDeployment { .. }
+                    | Spec::ControlPlane { .. }
+                    | Spec::ClusterClass { .. } => true,
+                    _ => false,
+                })
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// Applies a revision: its templates created where missing, its owners pointed back at them.
+    fn install(&mut self, revision: &[Obj]) {
+        for o in revision {
+            let now = self.now;
+            self.write(|s| match s.get_mut(o.kind, &o.name) {
+                Some(live) if !o.kind.is_template() => live.spec = o.spec.clone(),
+                Some(_) => {}
+                None if o.kind.is_template() => {
+                    s.create(o.clone(), now);
+                }
+                None => {}
+            });
+        }
+    }
+
+    /// helm-controller's remediation: Helm rolls back to the previous revision (its templates
+    /// recreated, the owners pointed back at them: a second re-provisioning wave) and deletes the
+    /// failed revision's new templates; a refusal there fails the rollback, which is logged.
+    fn rollback(&mut self, user: &str) -> Result<()> {
+        let Some((before, after, _)) = self.revisions.clone() else {
+            return Ok(());
+        };
+        self.install(&before);
+        self.ev(|| "helm-controller: upgrade failed, release rolled back".to_string());
+        let new = after
+            .iter()
+            .filter(|o| o.kind.is_template() && !before.iter().any(|b| b.key() == o.key()));
+        for o in new {
+            self.delete(o.kind, &o.name, user)?;
+        }
+        Ok(())
     }
 
     /// Renders the new templates (content-hash names), points the MachineDeployments and the

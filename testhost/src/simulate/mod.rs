@@ -137,8 +137,8 @@ struct Totals {
     without: Metrics,
     runs: u64,
     failing: BTreeSet<u64>,
-    /// by (deploy tool, lifecycle) as they appear in Deployer::ALL and Lifecycle::ALL
-    flows: BTreeMap<(usize, bool, usize), Flow>,
+    /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
+    flows: BTreeMap<(usize, &'static str, usize), Flow>,
 }
 
 impl Totals {
@@ -147,12 +147,14 @@ impl Totals {
             .iter()
             .position(|d| d.label() == sc.deployer.label())
             .unwrap_or(0);
-        let newer = !matches!(sc.deployer, Deployer::Kustomize { retries: false });
         let lifecycle = Lifecycle::ALL
             .iter()
             .position(|l| *l == sc.lifecycle)
             .unwrap_or(0);
-        let flow = self.flows.entry((deployer, newer, lifecycle)).or_default();
+        let flow = self
+            .flows
+            .entry((deployer, sc.deployer.name(), lifecycle))
+            .or_default();
         flow.seeds += 1;
         flow.with.add(with);
         flow.without.add(without);
@@ -375,7 +377,11 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         ("retries", |m| m.retries, ""),
         ("node-reuse decisions made", |m| m.decisions, ""),
         ("Metal3Machines annotated", |m| m.mutations, ""),
-        ("guarded requests (evaluations, with the policy)", |m| m.admissions, ""),
+        (
+            "guarded requests (evaluations, with the policy)",
+            |m| m.admissions,
+            "",
+        ),
     ];
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
@@ -396,13 +402,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     println!();
     println!("| flow | seeds | lost | stuck | leaked |");
     println!("|---|---:|---:|---:|---:|");
-    for ((d, newer, l), f) in &t.flows {
-        let deployer = match Deployer::ALL.get(*d) {
-            Some(Deployer::Kustomize { .. }) if !newer => "Flux kustomize-controller < v1.9.0",
-            Some(Deployer::Kustomize { .. }) => "Flux kustomize-controller >= v1.9.0",
-            Some(d) => d.label(),
-            None => "?",
-        };
+    for ((_, deployer, l), f) in &t.flows {
         println!(
             "| {deployer} {} | {} | {} / {} | {} / {} | {} / {}{} |",
             Lifecycle::ALL.get(*l).map_or("?", |x| x.label()),

@@ -16,9 +16,9 @@ pub enum Deployer {
     Helm3,
     /// Helm 4: a refused delete fails the upgrade; the pipeline runs the upgrade again.
     Helm4,
-    /// Flux helm-controller >= v1.5.0 (Helm 4), default remediation (retries 0): a refused
-    /// delete leaves the release failed.
-    Flux,
+    /// Flux helm-controller >= v1.5.0 (Helm 4): a refused delete fails the upgrade; `retries`:
+    /// `upgrade.remediation.retries: 2` (rolled back between attempts) instead of the default 0.
+    Flux { retries: bool },
     /// Flux kustomize-controller with `prune: true`; `retries`: >= v1.9.0, which retries a
     /// failed prune every interval.
     Kustomize { retries: bool },
@@ -35,7 +35,7 @@ impl Deployer {
     pub const ALL: [Deployer; 7] = [
         Deployer::Helm3,
         Deployer::Helm4,
-        Deployer::Flux,
+        Deployer::Flux { retries: false },
         Deployer::Kustomize { retries: true },
         Deployer::Argo,
         Deployer::Keep,
@@ -46,11 +46,22 @@ impl Deployer {
         match self {
             Deployer::Helm3 => "Helm 3",
             Deployer::Helm4 => "Helm 4",
-            Deployer::Flux => "Flux helm-controller",
+            Deployer::Flux { .. } => "Flux helm-controller",
             Deployer::Kustomize { .. } => "Flux kustomize-controller",
             Deployer::Argo => "Argo CD prune",
             Deployer::Keep => "keep + clean-up job",
             Deployer::Topology => "ClusterClass topology",
+        }
+    }
+
+    /// The label, with the variant the seed drew.
+    pub fn name(self) -> &'static str {
+        match self {
+            Deployer::Flux { retries: false } => "Flux helm-controller, retries 0",
+            Deployer::Flux { retries: true } => "Flux helm-controller, retries 2",
+            Deployer::Kustomize { retries: false } => "Flux kustomize-controller < v1.9.0",
+            Deployer::Kustomize { retries: true } => "Flux kustomize-controller >= v1.9.0",
+            other => other.label(),
         }
     }
 
@@ -59,7 +70,8 @@ impl Deployer {
     pub fn explained_leak(self) -> Option<&'static str> {
         match self {
             Deployer::Helm3 => Some("Helm 3 forgets a delete the policy refused (logged with --debug only); the clean-up job collects the template once unused"),
-            Deployer::Flux => Some("helm-controller (Helm 4, remediation retries 0) leaves the release failed (Ready=False) and does not retry; the clean-up job collects the template"),
+            Deployer::Flux { retries: false } => Some("helm-controller (Helm 4, remediation retries 0) leaves the release failed (Ready=False) and does not retry; the clean-up job collects the template"),
+            Deployer::Flux { retries: true } => Some("helm-controller rolls back between attempts (a second re-provisioning wave), then leaves the release failed; the clean-up job collects the template"),
             Deployer::Kustomize { retries: false } => Some("kustomize-controller < v1.9.0 reports one prune failure, then forgets the object; the clean-up job collects it"),
             Deployer::Argo => Some("Argo CD never prunes templates with ownerReferences (every template a MachineSet or control plane used), with or without the policy; the clean-up job collects them"),
             Deployer::Topology => Some("the topology controller deletes an old control-plane template once, best effort, and never retries (the class chart is Helm 3 too); the clean-up job collects topology-owned leftovers, garbage collection after the Cluster"),
@@ -187,6 +199,11 @@ impl Scenario {
                 retries: rng.chance(50),
             };
         }
+        if let Deployer::Flux { .. } = sc.deployer {
+            sc.deployer = Deployer::Flux {
+                retries: rng.chance(50),
+            };
+        }
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
             _ => sc.release.rke2 == Some(true) && rng.chance(40),
@@ -197,7 +214,7 @@ impl Scenario {
     pub fn describe(&self) -> String {
         format!(
             "{} {}; {}; {} x{} (maxSurge {}); MDs {:?} (replicas, maxSurge, maxUnavailable); nodeReuse {}; upgrade workers {} bootstrap {} control plane {}; old MachineSets deleted {}; MD removed from topology {}; upgrade at {} s, lifecycle at {} s; control-plane deletion needs its template {}",
-            self.deployer.label(),
+            self.deployer.name(),
             self.lifecycle.label(),
             self.release.describe(),
             self.cp_kind.name(),

@@ -77,7 +77,13 @@ pub(super) enum Task {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum DeployPhase {
     Apply,
-    Delete { attempt: u32 },
+    Delete {
+        attempt: u32,
+    },
+    /// helm-controller rolled the release back after a failed attempt; the upgrade runs again.
+    Reapply {
+        attempt: u32,
+    },
     Done,
 }
 
@@ -112,6 +118,9 @@ pub struct Sim<'a> {
     pub(super) deploy: DeployPhase,
     /// Templates the deployer retired (to be deleted by it or collected by the clean-up job).
     pub(super) retired: BTreeSet<Ref>,
+    /// The release's objects (owners and templates) before and after the upgrade, and what it
+    /// retired, for a rollback and the attempt after it.
+    pub(super) revisions: Option<(Vec<Obj>, Vec<Obj>, BTreeSet<Ref>)>,
     pub(super) topo_md_removed: bool,
     pub(super) lifecycle_started: bool,
     pub(super) ns_kinds: Vec<Kind>,
@@ -144,6 +153,7 @@ impl<'a> Sim<'a> {
             names: 0,
             deploy: DeployPhase::Apply,
             retired: BTreeSet::new(),
+            revisions: None,
             topo_md_removed: false,
             lifecycle_started: false,
             ns_kinds: Vec::new(),
