@@ -81,7 +81,8 @@ bench: policy.wasm $(TESTHOST)
 
 # Seeded lifecycle simulations around policy.wasm (testhost simulate), each seed with and without
 # the policy, default settings. Fails when, with the policy, a node-reuse decision is lost, a
-# controller misses a template, a flow gets stuck or a template leaks. SEEDS=N runs more.
+# controller misses a template, a flow gets stuck, a template is left uncollected, or a template
+# leaks in a flow whose deploy tool does not explain it (the list is printed). SEEDS=N runs more.
 SEEDS ?= 1000
 .PHONY: simulate
 simulate: policy.wasm $(TESTHOST)

@@ -197,61 +197,48 @@ impl PolicyModule {
     }
 }
 
-/// What answers a module's host calls: `(state, binding, namespace, operation, payload)` to the
-/// answer's bytes or the error text the policy receives.
-pub type Answer<S> = fn(&mut S, &str, &str, &str, &[u8]) -> Result<Vec<u8>, String>;
-
 /// A loaded policy and the host state answering its calls.
 pub struct Policy {
     host: wapc::WapcHost,
     state: Arc<Mutex<HostState>>,
 }
 
-/// Compiles `wasm` and instantiates it with `answer` called on the shared `state` for every
-/// host call. The module gets the WASI context kwctl gives policies: inherited stdio, no
-/// arguments, no environment, no directories.
-pub fn instantiate<S: Send + 'static>(
-    wasm: &[u8],
-    origin: &str,
-    enable_cache: bool,
-    state: &Arc<Mutex<S>>,
-    answer: Answer<S>,
-) -> Result<wapc::WapcHost> {
-    let mut config = wasmtime::Config::new();
-    if enable_cache {
-        match wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
-            Ok(cache) => {
-                config.cache(Some(cache));
-            }
-            Err(e) => eprintln!(" WARN testhost: wasmtime cache disabled: {e}"),
-        }
-    }
-    // required by policies built by the official Go compiler >= 1.26
-    config.wasm_function_references(true);
-    let engine = wasmtime::Engine::new(&config)
-        .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
-    let module = wasmtime::Module::new(&engine, wasm)
-        .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
-    let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
-        .engine(engine)
-        .module(module)
-        .build()
-        .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
-    let state = state.clone();
-    let callback =
-        move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            answer(&mut state, binding, namespace, operation, payload)
-                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
-        };
-    wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
-        .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))
-}
-
 impl Policy {
+    /// Compiles `wasm` and instantiates it with `state` answering its host calls. The module gets
+    /// the WASI context kwctl gives policies: inherited stdio, no arguments, no environment, no
+    /// directories.
     pub fn load(wasm: &[u8], origin: &str, enable_cache: bool, state: HostState) -> Result<Self> {
+        let mut config = wasmtime::Config::new();
+        if enable_cache {
+            match wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+                Ok(cache) => {
+                    config.cache(Some(cache));
+                }
+                Err(e) => eprintln!(" WARN testhost: wasmtime cache disabled: {e}"),
+            }
+        }
+        // required by policies built by the official Go compiler >= 1.26
+        config.wasm_function_references(true);
+        let engine = wasmtime::Engine::new(&config)
+            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
+        let module = wasmtime::Module::new(&engine, wasm)
+            .map_err(|e| anyhow!("cannot compile WebAssembly module {origin}: {e:?}"))?;
+        let provider = wasmtime_provider::WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .build()
+            .map_err(|e| anyhow!("cannot build the waPC engine for {origin}: {e}"))?;
         let state = Arc::new(Mutex::new(state));
-        let host = instantiate(wasm, origin, enable_cache, &state, HostState::host_call)?;
+        let shared = state.clone();
+        let callback =
+            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                state
+                    .host_call(binding, namespace, operation, payload)
+                    .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
+            };
+        let host = wapc::WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .map_err(|e| anyhow!("cannot initialise policy {origin}: {e}"))?;
         Ok(Self { host, state })
     }
 

@@ -1,6 +1,8 @@
 //! What the simulated API servers of `simulate` and `bench-compare` share with the real host:
-//! field masks as the policy server's reflectors apply them, list answers, the CRD list the
-//! policy reads its installed kinds from, and the host's error texts (DOMAIN.md §5).
+//! field masks as the policy server's reflectors apply them (metadata whole, `managedFields`
+//! stripped, the rest pruned to the masked paths), list answers, the CRD list the policy reads
+//! its installed kinds from, and the error texts kwctl 1.36's host gives for a kind, a
+//! group/version or an object that does not exist.
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -1,7 +1,7 @@
 //! The simulated API server: typed objects of one namespace, served in the shape of the API
-//! version asked for (DOMAIN.md §3), field masks applied the way the policy server's reflectors
-//! apply them, and the host's own error texts for kinds, versions and objects that do not exist
-//! (DOMAIN.md §5).
+//! version asked for (Cluster API v1beta1 ObjectReferences with apiVersion, v1beta2
+//! ContractVersionedObjectReferences with apiGroup), with field masks, list answers, the CRD list
+//! and the host's error texts from [`crate::kube`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
