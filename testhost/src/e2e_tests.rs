@@ -119,12 +119,14 @@ fn guest(settings: Behaviour, validate: Behaviour) -> Vec<u8> {
 }
 
 const ACCEPT: &str = r#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
+const VALID: Behaviour = Behaviour::Respond(r#"{"valid":true}"#);
 
 fn load(wasm: &[u8], state: HostState) -> Policy {
     Policy::load(wasm, "guest.wat", false, state).unwrap()
 }
 
-fn request() -> ValidateRequest {
+/// The AdmissionResponse line of a CREATE of a Pod, and whether the guest call failed.
+fn output(policy: &Policy) -> (String, bool) {
     let req = json!({
         "uid": "uid-1",
         "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -133,271 +135,172 @@ fn request() -> ValidateRequest {
         "userInfo": {"username": "alice"},
         "object": {"metadata": {"name": "p", "labels": {"a": "1"}}}
     });
-    ValidateRequest::build(&req, false).unwrap()
-}
-
-fn output(policy: &Policy) -> (String, bool) {
-    let (resp, failed) = policy.validate(&request(), &json!({})).unwrap();
+    let request = ValidateRequest::build(&req, false).unwrap();
+    let (resp, failed) = policy.validate(&request, &json!({})).unwrap();
     (serde_json::to_string(&resp).unwrap(), failed)
 }
 
 #[test]
-fn accepts() {
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":true}"#),
-            Behaviour::Respond(ACCEPT),
-        ),
-        HostState::default(),
-    );
-    let settings = policy.validate_settings(&json!({}));
-    assert!(settings.valid);
-    assert_eq!(settings.message, None);
-    assert_eq!(
-        output(&policy),
+fn validate_answers_become_kwctls_response_line() {
+    for (answer, line, failed) in [
         (
-            r#"{"uid":"uid-1","allowed":true,"auditAnnotations":null,"warnings":null}"#.to_string(),
-            false
-        )
-    );
-    assert_eq!(policy.protocol_version().unwrap(), "v1");
-}
-
-#[test]
-fn mutation_becomes_patch() {
-    let resp = r#"{"accepted":true,"mutated_object":{"metadata":{"name":"p","labels":{"a":"1","b":"2"}}},"warnings":["careful"]}"#;
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":true}"#),
-            Behaviour::Respond(resp),
-        ),
-        HostState::default(),
-    );
-    let (out, _) = output(&policy);
-    // [{"op":"add","path":"/metadata/labels/b","value":"2"}]
-    assert_eq!(
-        out,
-        r#"{"uid":"uid-1","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscy9iIiwidmFsdWUiOiIyIn1d","auditAnnotations":null,"warnings":["careful"]}"#
-    );
-}
-
-#[test]
-fn rejection_with_status() {
-    let resp = r#"{"accepted":false,"message":"nope","code":403,"audit_annotations":{"x":"y"}}"#;
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":true}"#),
-            Behaviour::Respond(resp),
-        ),
-        HostState::default(),
-    );
-    assert_eq!(
-        output(&policy).0,
-        r#"{"uid":"uid-1","allowed":false,"status":{"message":"nope","code":403},"auditAnnotations":{"x":"y"},"warnings":null}"#
-    );
-}
-
-#[test]
-fn invalid_settings() {
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":false,"message":"replicas must be positive"}"#),
             Behaviour::Respond(ACCEPT),
+            r#"{"uid":"uid-1","allowed":true,"auditAnnotations":null,"warnings":null}"#,
+            false,
         ),
-        HostState::default(),
-    );
-    let resp = policy.validate_settings(&json!({"replicas": -1}));
-    assert!(!resp.valid);
-    assert_eq!(resp.message.as_deref(), Some("replicas must be positive"));
-}
-
-#[test]
-fn settings_garbage_and_trap() {
-    let policy = load(
-        &guest(Behaviour::Respond("{}"), Behaviour::Respond(ACCEPT)),
-        HostState::default(),
-    );
-    let resp = policy.validate_settings(&json!({}));
-    assert_eq!(
-        resp.message.as_deref(),
-        Some(
-            r#"error: InvalidResponseWithError(Error("missing field `valid`", line: 1, column: 2))"#
-        )
-    );
-
-    let policy = load(
-        &guest(Behaviour::Fail("bad settings"), Behaviour::Respond(ACCEPT)),
-        HostState::default(),
-    );
-    let resp = policy.validate_settings(&json!({}));
-    assert_eq!(
-        resp.message.as_deref(),
-        Some(r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#)
-    );
-
-    let policy = load(
-        &guest(Behaviour::Trap, Behaviour::Respond(ACCEPT)),
-        HostState::default(),
-    );
-    let resp = policy.validate_settings(&json!({}));
-    assert!(!resp.valid);
-    let msg = resp.message.unwrap_or_default();
-    assert!(
-        msg.starts_with("Error invoking settings validation callback: GuestCallFailure("),
-        "{msg}"
-    );
-}
-
-#[test]
-fn guest_failures_become_500() {
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":true}"#),
+        // [{"op":"add","path":"/metadata/labels/b","value":"2"}]
+        (
+            Behaviour::Respond(
+                r#"{"accepted":true,"mutated_object":{"metadata":{"name":"p","labels":{"a":"1","b":"2"}}},"warnings":["careful"]}"#,
+            ),
+            r#"{"uid":"uid-1","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscy9iIiwidmFsdWUiOiIyIn1d","auditAnnotations":null,"warnings":["careful"]}"#,
+            false,
+        ),
+        (
+            Behaviour::Respond(
+                r#"{"accepted":false,"message":"nope","code":403,"audit_annotations":{"x":"y"}}"#,
+            ),
+            r#"{"uid":"uid-1","allowed":false,"status":{"message":"nope","code":403},"auditAnnotations":{"x":"y"},"warnings":null}"#,
+            false,
+        ),
+        (
             Behaviour::Fail("boom"),
+            r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: Guest call failure: boom","code":500},"auditAnnotations":null,"warnings":null}"#,
+            true,
         ),
-        HostState::default(),
-    );
-    assert_eq!(
-        output(&policy),
         (
-            r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: Guest call failure: boom","code":500},"auditAnnotations":null,"warnings":null}"#.to_string(),
-            true
-        )
-    );
-
-    let policy = load(
-        &guest(Behaviour::Respond(r#"{"valid":true}"#), Behaviour::Trap),
-        HostState::default(),
-    );
+            Behaviour::Respond("[]"),
+            r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: invalid response from policy: invalid length 0, expected struct ValidationResponse with 6 elements at line 1 column 2","code":500},"auditAnnotations":null,"warnings":null}"#,
+            false,
+        ),
+    ] {
+        let policy = load(&guest(VALID, answer), HostState::default());
+        assert_eq!(output(&policy), (line.to_string(), failed));
+    }
+    let policy = load(&guest(VALID, Behaviour::Trap), HostState::default());
     let (out, failed) = output(&policy);
-    assert!(failed);
     assert!(
-        out.contains(r#""message":"internal server error: Guest call failure: "#),
+        failed && out.contains(r#""message":"internal server error: Guest call failure: "#),
         "{out}"
     );
     assert!(
         out.contains("error while executing at wasm backtrace"),
         "{out}"
     );
+    assert_eq!(policy.protocol_version().unwrap(), "v1");
+}
 
-    let policy = load(
-        &guest(
-            Behaviour::Respond(r#"{"valid":true}"#),
-            Behaviour::Respond("[]"),
-        ),
-        HostState::default(),
-    );
-    assert_eq!(
-        output(&policy),
-        (
-            r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: invalid response from policy: invalid length 0, expected struct ValidationResponse with 6 elements at line 1 column 2","code":500},"auditAnnotations":null,"warnings":null}"#.to_string(),
-            false
+#[test]
+fn settings_answers_and_failures() {
+    let validate = |settings: Behaviour| {
+        load(
+            &guest(settings, Behaviour::Respond(ACCEPT)),
+            HostState::default(),
         )
-    );
-}
-
-const LIST_NS: &str = r#"{"api_version":"v1","kind":"Namespace","label_selector":null,"field_selector":null,"field_masks":["metadata.name"]}"#;
-
-fn session(payload_or_error: Result<&str, &str>, masks: &str) -> Replayer {
-    let response = match payload_or_error {
-        Ok(payload) => format!("    type: Success\n    payload: '{payload}'\n"),
-        Err(message) => format!("    type: Error\n    message: '{message}'\n"),
+        .validate_settings(&json!({"replicas": -1}))
     };
-    let text = format!(
-        "- type: Exchange\n  request: \"!KubernetesListResourceAll\\napi_version: v1\\nkind: Namespace\\nlabel_selector: null\\nfield_selector: null\\nfield_masks: {masks}\\n\"\n  response:\n{response}"
+    let valid = validate(VALID);
+    assert!(valid.valid && valid.message.is_none());
+    for (settings, message) in [
+        (
+            Behaviour::Respond(r#"{"valid":false,"message":"replicas must be positive"}"#),
+            "replicas must be positive",
+        ),
+        (
+            Behaviour::Respond("{}"),
+            r#"error: InvalidResponseWithError(Error("missing field `valid`", line: 1, column: 2))"#,
+        ),
+        (
+            Behaviour::Fail("bad settings"),
+            r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#,
+        ),
+    ] {
+        let answer = validate(settings);
+        assert!(!answer.valid);
+        assert_eq!(answer.message.as_deref(), Some(message));
+    }
+    let trapped = validate(Behaviour::Trap).message.unwrap_or_default();
+    assert!(
+        trapped.starts_with("Error invoking settings validation callback: GuestCallFailure("),
+        "{trapped}"
     );
-    Replayer::from_yaml_str(&text, "session.yml").unwrap()
 }
 
-fn namespaces_allowed() -> std::collections::BTreeSet<ContextAwareResource> {
-    [ContextAwareResource {
+#[test]
+fn host_calls_are_replayed_checked_and_refused_like_kwctl() {
+    let session = |response: &str, masks: &str| {
+        let text = format!(
+            "- type: Exchange\n  request: \"!KubernetesListResourceAll\\napi_version: v1\\nkind: Namespace\\nlabel_selector: null\\nfield_selector: null\\nfield_masks: {masks}\\n\"\n  response:\n{response}"
+        );
+        Some(Replayer::from_yaml_str(&text, "session.yml").unwrap())
+    };
+    let from_session = r#"{"accepted":false,"message":"from session"}"#;
+    let success = format!("    type: Success\n    payload: '{from_session}'\n");
+    let error = "    type: Error\n    message: 'namespaces is forbidden'\n";
+    let namespaces: std::collections::BTreeSet<ContextAwareResource> = [ContextAwareResource {
         api_version: "v1".to_string(),
         kind: "Namespace".to_string(),
     }]
-    .into()
-}
-
-fn host_call_guest() -> Vec<u8> {
-    guest(
-        Behaviour::Respond(r#"{"valid":true}"#),
-        Behaviour::HostCall {
+    .into();
+    let prefix = r#"{"uid":"uid-1","allowed":false,"status":{"message":"#;
+    for (allow_list, replayer, message, leftovers) in [
+        (
+            namespaces.clone(),
+            session(&success, "[metadata.name]"),
+            r#""from session"}"#,
+            0,
+        ),
+        (
+            namespaces.clone(),
+            session(error, "[metadata.name]"),
+            r#""internal server error: Guest call failure: Callback evaluation failure: namespaces is forbidden","code":500}"#,
+            0,
+        ),
+        // denied: bare text, nothing consumed
+        (
+            Default::default(),
+            session(&success, "[metadata.name]"),
+            r#""internal server error: Guest call failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.","code":500}"#,
+            1,
+        ),
+        // masks differ: kwctl's mismatch text, the exchange consumed
+        (
+            namespaces,
+            session(&success, "null"),
+            r#""internal server error: Guest call failure: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: None }, got KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: Some({\"metadata.name\"}) } instead","code":500}"#,
+            0,
+        ),
+    ] {
+        let payload = r#"{"api_version":"v1","kind":"Namespace","label_selector":null,"field_selector":null,"field_masks":["metadata.name"]}"#;
+        let call = Behaviour::HostCall {
             namespace: "kubernetes",
             operation: "list_resources_all",
-            payload: LIST_NS,
-        },
-    )
-}
-
-#[test]
-fn host_call_replayed() {
-    let state = HostState {
-        allow_list: namespaces_allowed(),
-        replayer: Some(session(
-            Ok(r#"{"accepted":false,"message":"from session"}"#),
-            "[metadata.name]",
-        )),
-        verbose: false,
-        responder: None,
-    };
-    let policy = load(&host_call_guest(), state);
-    assert_eq!(
-        output(&policy).0,
-        r#"{"uid":"uid-1","allowed":false,"status":{"message":"from session"},"auditAnnotations":null,"warnings":null}"#
-    );
-    assert!(policy.with_state(|st| st.replayer.as_ref().map(|r| r.leftovers().len())) == Some(0));
-}
-
-#[test]
-fn host_call_recorded_error() {
-    let state = HostState {
-        allow_list: namespaces_allowed(),
-        replayer: Some(session(Err("namespaces is forbidden"), "[metadata.name]")),
-        verbose: false,
-        responder: None,
-    };
-    let policy = load(&host_call_guest(), state);
-    assert_eq!(
-        output(&policy).0,
-        r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: Guest call failure: Callback evaluation failure: namespaces is forbidden","code":500},"auditAnnotations":null,"warnings":null}"#
-    );
-}
-
-#[test]
-fn host_call_denied_and_mismatch() {
-    let state = HostState {
-        allow_list: Default::default(),
-        replayer: Some(session(Ok(ACCEPT), "[metadata.name]")),
-        verbose: false,
-        responder: None,
-    };
-    let policy = load(&host_call_guest(), state);
-    assert_eq!(
-        output(&policy).0,
-        r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: Guest call failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.","code":500},"auditAnnotations":null,"warnings":null}"#
-    );
-    // the denied call did not consume the exchange
-    assert!(policy.with_state(|st| st.replayer.as_ref().map(|r| r.leftovers().len())) == Some(1));
-
-    let state = HostState {
-        allow_list: namespaces_allowed(),
-        replayer: Some(session(Ok(ACCEPT), "null")),
-        verbose: false,
-        responder: None,
-    };
-    let policy = load(&host_call_guest(), state);
-    let (out, failed) = output(&policy);
-    assert!(failed);
-    assert!(out.contains(r#"internal server error: Guest call failure: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: None }, got KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: Some({\"metadata.name\"}) } instead"#), "{out}");
+            payload,
+        };
+        let state = HostState {
+            allow_list,
+            replayer,
+            ..Default::default()
+        };
+        let policy = load(&guest(VALID, call), state);
+        let (out, _) = output(&policy);
+        assert_eq!(
+            out,
+            format!("{prefix}{message},\"auditAnnotations\":null,\"warnings\":null}}")
+        );
+        assert_eq!(
+            policy.with_state(|st| st.replayer.as_ref().map(|r| r.leftovers().len())),
+            Some(leftovers)
+        );
+    }
 }
 
 #[test]
 fn not_a_module() {
     let err = Policy::load(b"\0asm garbage", "x.wasm", false, HostState::default())
         .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(
-        err.contains("cannot compile WebAssembly module x.wasm"),
-        "{err}"
-    );
+        .map(|e| e.to_string());
+    assert!(err
+        .unwrap_or_default()
+        .contains("cannot compile WebAssembly module x.wasm"));
 }
