@@ -23,6 +23,11 @@ impl Sim<'_> {
                 Ok(Some(self.rng.range(1, 5)))
             }
             DeployPhase::Reapply { attempt } => {
+                // a terminating namespace refuses the creates: the upgrade fails at once
+                if self.read(|s| s.namespace_terminating) {
+                    self.deploy = DeployPhase::Done;
+                    return Ok(None);
+                }
                 if let Some((_, after, retired)) = self.revisions.clone() {
                     self.install(&after);
                     self.retired = retired;
@@ -85,7 +90,9 @@ impl Sim<'_> {
                     Deployer::Flux { retries: false } => None,
                     // with upgrade.remediation.retries 2, the release is rolled back and the
                     // upgrade tried again (internal/reconcile/atomic_release.go@v1.5.0)
-                    Deployer::Flux { retries: true } if attempt < 2 => {
+                    Deployer::Flux { retries: true }
+                        if attempt < 2 && !self.read(|s| s.namespace_terminating) =>
+                    {
                         self.rollback(user)?;
                         self.deploy = DeployPhase::Reapply {
                             attempt: attempt + 1,
