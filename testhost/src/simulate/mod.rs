@@ -418,21 +418,14 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     }
     println!();
     println!("Explained leaks (allowed in these flows only; the clean-up job collects them):");
-    let mut explained: Vec<(&str, &str)> = Vec::new();
-    for d in Deployer::ALL
-        .into_iter()
-        .chain([Deployer::Kustomize { retries: false }])
-    {
+    let variants = [
+        Deployer::Flux { retries: true },
+        Deployer::Kustomize { retries: false },
+    ];
+    for d in Deployer::ALL.into_iter().chain(variants) {
         if let Some(why) = d.explained_leak() {
-            let name = match d {
-                Deployer::Kustomize { .. } => "Flux kustomize-controller < v1.9.0",
-                _ => d.label(),
-            };
-            explained.push((name, why));
+            println!("  {}: {why}", d.name());
         }
-    }
-    for (name, why) in explained {
-        println!("  {name}: {why}");
     }
     println!();
     println!(
