@@ -726,14 +726,7 @@ mod tests {
 
     #[test]
     fn every_template_class_has_a_referrer() {
-        for class in [
-            TemplateClass::Machine,
-            TemplateClass::MachinePool,
-            TemplateClass::Cluster,
-            TemplateClass::ControlPlane,
-            TemplateClass::Bootstrap,
-            TemplateClass::Remediation,
-        ] {
+        for class in TemplateClass::ALL {
             assert!(
                 REFERRERS.iter().any(|k| k.can_keep(class, false)),
                 "{class:?}"

@@ -160,6 +160,18 @@ impl<'a> HostLookups<'a> {
         let Some(version) = self.version(resource)? else {
             return Ok(None);
         };
+        self.get_at(resource, version, masks, name, read)
+    }
+
+    /// One object at a version already chosen.
+    fn get_at(
+        &self,
+        resource: &'static Resource,
+        version: &str,
+        masks: std::collections::BTreeSet<String>,
+        name: &str,
+        read: Read,
+    ) -> Result<Option<Object>, LookupError> {
         host::get(
             self.host,
             Get {
@@ -235,7 +247,7 @@ impl Lookups for HostLookups<'_> {
         let Some(version) = self.version(&kind.resource)? else {
             return Ok(None);
         };
-        let found = self.get(&kind.resource, kind.masks(), name, Read::Cached)?;
+        let found = self.get_at(&kind.resource, version, kind.masks(), name, Read::Cached)?;
         found
             .map(|object| {
                 references::candidate_of(kind, &object)

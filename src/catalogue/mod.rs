@@ -88,6 +88,18 @@ pub enum TemplateClass {
     Remediation,
 }
 
+impl TemplateClass {
+    #[cfg(test)]
+    pub const ALL: [TemplateClass; 6] = [
+        TemplateClass::Machine,
+        TemplateClass::MachinePool,
+        TemplateClass::Cluster,
+        TemplateClass::ControlPlane,
+        TemplateClass::Bootstrap,
+        TemplateClass::Remediation,
+    ];
+}
+
 /// Which groups a guarded suffix applies in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Groups {
@@ -323,11 +335,12 @@ const fn resource(
 }
 
 /// A control plane (or etcdadm's etcd cluster): keeps its current machine template until it is
-/// gone, also while it and its Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5 hangs in deletion without it
-/// (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
-/// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same (cluster-api-provider-rke2 issue 1004,
-/// PR 1007). Nothing waits for a control plane's template to be deleted, so keeping it cannot
-/// deadlock; the garbage collector deletes it once the Cluster is gone.
+/// gone, also while it and its Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5
+/// hangs in deletion without it (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
+/// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same
+/// (cluster-api-provider-rke2 issue 1004, PR 1007). Nothing waits for a control plane's template
+/// to be deleted, so keeping it cannot deadlock; the garbage collector deletes it once the
+/// Cluster is gone.
 const fn control_plane(
     kind: &'static str,
     plural: &'static str,
