@@ -186,17 +186,11 @@ mod tests {
             kind: "ClusterClass".into(),
             versions: vec![("v1beta1".into(), true), ("v1beta2".into(), false)],
         };
-        let masks: BTreeSet<String> = [
-            "metadata.name",
-            "spec.group",
-            "spec.names.kind",
-            "spec.names.plural",
-            "spec.versions.name",
-            "spec.versions.served",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        // The masks the policy sends with its CRD list (its catalogue, as its tests write it).
+        let catalogue: Value =
+            serde_json::from_str(include_str!("../../test_data/catalogue.json")).unwrap();
+        let masks: BTreeSet<String> =
+            serde_json::from_value(catalogue["CustomResourceDefinition"]["masks"].clone()).unwrap();
         let list = crd_list(&[crd], Some(&masks));
         assert_eq!(list["kind"], "CustomResourceDefinitionList");
         assert_eq!(

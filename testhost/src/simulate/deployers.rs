@@ -265,19 +265,7 @@ impl Sim<'_> {
                 } else {
                     bootstrap
                 };
-            self.write(|s| {
-                if let Some(Obj {
-                    spec:
-                        Spec::MachineDeployment {
-                            infra, bootstrap, ..
-                        },
-                    ..
-                }) = s.get_mut(Kind::MachineDeployment, &md)
-                {
-                    *infra = new_infra;
-                    *bootstrap = new_boot;
-                }
-            });
+            self.point_machine_deployment(&md, new_infra, new_boot);
         }
         let label = self.sc.deployer.label();
         let retired: Vec<String> = self.retired.iter().map(Ref::to_string).collect();

@@ -10,6 +10,24 @@ use super::api::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
+    /// Points the MachineDeployment `md` at new templates (what a deploy tool or the topology
+    /// controller writes); a MachineDeployment that is gone is left alone.
+    pub(super) fn point_machine_deployment(&self, md: &str, new_infra: Ref, new_boot: Ref) {
+        self.write(|s| {
+            if let Some(Obj {
+                spec:
+                    Spec::MachineDeployment {
+                        infra, bootstrap, ..
+                    },
+                ..
+            }) = s.get_mut(Kind::MachineDeployment, md)
+            {
+                *infra = new_infra;
+                *bootstrap = new_boot;
+            }
+        });
+    }
+
     pub(super) fn md_controller(&mut self) -> Result<bool> {
         let (paused, _) = self.cluster_state();
         if paused {

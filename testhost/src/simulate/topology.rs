@@ -128,19 +128,7 @@ impl Sim<'_> {
                 } else {
                     bootstrap
                 };
-                self.write(|s| {
-                    if let Some(Obj {
-                        spec:
-                            Spec::MachineDeployment {
-                                infra, bootstrap, ..
-                            },
-                        ..
-                    }) = s.get_mut(Kind::MachineDeployment, &md)
-                    {
-                        *infra = new_infra.clone();
-                        *bootstrap = new_boot.clone();
-                    }
-                });
+                self.point_machine_deployment(&md, new_infra.clone(), new_boot.clone());
                 self.ev(|| format!("topology: {md} now uses {new_infra} and {new_boot}"));
                 return Ok(true);
             }
