@@ -26,7 +26,8 @@ pub enum VersionChoice {
 pub struct Settings {
     /// Version used to read MachineDeployments, MachineSets, ClusterClasses and Clusters.
     pub capi_api_version: VersionChoice,
-    /// Version used to read the control-plane kinds.
+    /// Version used to read KubeadmControlPlanes and RKE2ControlPlanes (the other control planes
+    /// are served at versions of their own, always read at the newest their CRD serves).
     pub control_plane_api_version: VersionChoice,
     /// Version used to read Metal3Machines and Metal3MachineTemplates.
     pub metal3_api_version: VersionChoice,
