@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 /// What `validate` returns.
 pub use kubewarden_policy_sdk::response::ValidationResponse;
-/// What `validate_settings` returns, and what `validate-settings` prints.
+/// What `validate_settings` returns.
 pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 /// The keys of `admission/v1` AdmissionRequest; kwctl drops any other key and every `null`.
@@ -35,21 +35,14 @@ const REQUEST_KEYS: [&str; 15] = [
 /// The keys kwctl's AdmissionRequest cannot do without.
 const REQUIRED_KEYS: [&str; 5] = ["uid", "kind", "resource", "operation", "userInfo"];
 
-/// What is sent to the policy as `request`.
+/// What is sent to the policy as `request`: the AdmissionRequest, normalised as kwctl does.
 #[derive(Debug, Clone)]
-pub enum ValidateRequest {
-    /// `--raw`, or a policy whose metadata says `policyType: raw`.
-    Raw(Value),
-    AdmissionRequest(Value),
-}
+pub struct ValidateRequest(Value);
 
 impl ValidateRequest {
     /// Builds the request like `kwctl run`: an `AdmissionReview` is unwrapped to its `request`,
     /// anything else must be the request itself; unknown keys and `null`s are dropped.
-    pub fn build(request: &Value, raw: bool) -> Result<Self> {
-        if raw {
-            return Ok(ValidateRequest::Raw(request.clone()));
-        }
+    pub fn build(request: &Value) -> Result<Self> {
         let object = request
             .as_object()
             .ok_or_else(|| anyhow!("Invalid request object"))?;
@@ -82,35 +75,23 @@ impl ValidateRequest {
         // the field types are the SDK's, which is how the policy reads them
         serde_json::from_value::<KubernetesAdmissionRequest>(normalised.clone())
             .map_err(|e| invalid(e.to_string()))?;
-        Ok(ValidateRequest::AdmissionRequest(normalised))
+        Ok(ValidateRequest(normalised))
     }
 
     pub fn uid(&self) -> &str {
-        let (ValidateRequest::Raw(v) | ValidateRequest::AdmissionRequest(v)) = self;
-        v.get("uid").and_then(Value::as_str).unwrap_or_default()
+        self.0
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     pub fn value(&self) -> &Value {
-        let (ValidateRequest::Raw(v) | ValidateRequest::AdmissionRequest(v)) = self;
-        v
+        &self.0
     }
 
-    /// The object a mutation is compared against: the whole request when raw, `request.object`
-    /// otherwise (absent for DELETE).
-    pub fn object_for_diff(&self) -> Option<&Value> {
-        match self {
-            ValidateRequest::Raw(v) => Some(v),
-            ValidateRequest::AdmissionRequest(v) => v.get("object"),
-        }
-    }
-}
-
-/// Settings given to the policy: a JSON object (`null` means `{}`).
-pub fn settings_from_value(value: Value) -> Result<Value> {
-    match value {
-        Value::Null => Ok(Value::Object(Map::new())),
-        Value::Object(_) => Ok(value),
-        _ => Err(anyhow!("Invalid settings in CRD, not an object")),
+    /// The object a mutation is compared against (absent for DELETE).
+    pub fn object(&self) -> Option<&Value> {
+        self.0.get("object")
     }
 }
 
@@ -194,7 +175,7 @@ impl AdmissionResponse {
 }
 
 /// RFC 6902 diff from `original` to `mutated`, as JSON in base64; `None` when they are equal.
-pub fn json_patch_base64(original: &Value, mutated: &Value) -> Result<Option<String>> {
+fn json_patch_base64(original: &Value, mutated: &Value) -> Result<Option<String>> {
     let diff = json_patch::diff(original, mutated);
     if diff.0.is_empty() {
         return Ok(None);
@@ -207,7 +188,6 @@ pub fn json_patch_base64(original: &Value, mutated: &Value) -> Result<Option<Str
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::collections::HashMap;
 
     fn request() -> Value {
         json!({
@@ -226,7 +206,7 @@ mod tests {
 
     #[test]
     fn requests_are_normalised_like_kwctl() {
-        let req = ValidateRequest::build(&request(), false).unwrap();
+        let req = ValidateRequest::build(&request()).unwrap();
         assert_eq!(req.uid(), "abc");
         // serde_json without `preserve_order`, as kwctl: sorted keys (the patch order depends on it)
         assert_eq!(
@@ -234,7 +214,7 @@ mod tests {
             r#"{"kind":{"group":"apps","kind":"Deployment","version":"v1"},"namespace":"default","object":{"metadata":{"labels":{"a":"1"},"name":"x"},"spec":{"replicas":1}},"operation":"CREATE","resource":{"group":"apps","resource":"deployments","version":"v1"},"uid":"abc","userInfo":{"username":"alice"}}"#
         );
         let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request()});
-        assert_eq!(ValidateRequest::build(&review, false).unwrap().uid(), "abc");
+        assert_eq!(ValidateRequest::build(&review).unwrap().uid(), "abc");
         for (input, text) in [
             (
                 json!({"kind": "AdmissionReview"}),
@@ -247,57 +227,27 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                ValidateRequest::build(&input, false)
-                    .unwrap_err()
-                    .to_string(),
+                ValidateRequest::build(&input).unwrap_err().to_string(),
                 text
             );
         }
-        let raw = json!({"uid": "r1", "user": "bob"});
-        let req = ValidateRequest::build(&raw, true).unwrap();
-        assert_eq!((req.uid(), req.object_for_diff()), ("r1", Some(&raw)));
-        assert_eq!(settings_from_value(json!(null)).unwrap(), json!({}));
-        assert!(settings_from_value(json!([1])).is_err());
     }
 
+    /// The other answers are checked through a guest in e2e_tests.rs.
     #[test]
-    fn responses_print_like_kwctl() {
-        let answer = |accepted, message: Option<&str>, mutated: Option<Value>| ValidationResponse {
-            accepted,
-            message: message.map(str::to_string),
-            code: message.map(|_| 400),
-            mutated_object: mutated,
-            audit_annotations: message.map(|_| HashMap::from([("k".to_string(), "v".to_string())])),
-            warnings: message.map(|_| vec!["w".to_string()]),
+    fn a_mutation_of_a_delete_is_refused_like_kwctl() {
+        let mutating = ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object: Some(json!({"a": 2})),
+            audit_annotations: None,
+            warnings: None,
         };
-        let line = |uid, original: Option<&Value>, resp: &ValidationResponse| {
-            serde_json::to_string(&AdmissionResponse::from_policy(uid, original, resp).unwrap())
-                .unwrap()
-        };
+        let response = AdmissionResponse::from_policy("u4", None, &mutating).unwrap();
         assert_eq!(
-            line("u1", Some(&json!({})), &answer(true, None, None)),
-            r#"{"uid":"u1","allowed":true,"auditAnnotations":null,"warnings":null}"#
-        );
-        assert_eq!(
-            line("u2", None, &answer(false, Some("no"), None)),
-            r#"{"uid":"u2","allowed":false,"status":{"message":"no","code":400},"auditAnnotations":{"k":"v"},"warnings":["w"]}"#
-        );
-        let mutating = answer(true, None, Some(json!({"a": 2})));
-        assert_eq!(
-            line("u3", Some(&json!({"a": 1})), &mutating),
-            r#"{"uid":"u3","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJyZXBsYWNlIiwicGF0aCI6Ii9hIiwidmFsdWUiOjJ9XQ==","auditAnnotations":null,"warnings":null}"#
-        );
-        assert_eq!(
-            line("u4", None, &mutating),
+            serde_json::to_string(&response).unwrap(),
             r#"{"uid":"u4","allowed":false,"status":{"message":"Incoming object is null, which happens only with DELETE operations, but the policy is attempting a mutation. This is not allowed"},"auditAnnotations":null,"warnings":null}"#
-        );
-        assert_eq!(
-            serde_json::to_string(&AdmissionResponse::reject_internal_server_error(
-                "u5",
-                "boom".into()
-            ))
-            .unwrap(),
-            r#"{"uid":"u5","allowed":false,"status":{"message":"internal server error: boom","code":500},"auditAnnotations":null,"warnings":null}"#
         );
     }
 }

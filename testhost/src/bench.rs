@@ -16,68 +16,10 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::admission::{ValidateRequest, ValidationResponse};
-use crate::engine::{Policy, PolicyModule, RunArgs};
-use crate::host::{HostState, Responder};
+use crate::engine::{Policy, PolicyModule};
+use crate::host::{ContextAwareResource, HostState, Responder};
 use crate::kube::{self, Crd};
-use crate::metadata::ContextAwareResource;
 use crate::session::KubeRequest;
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    #[command(flatten)]
-    run: RunArgs,
-
-    /// How many evaluations to time (after one untimed warm-up)
-    #[arg(long, default_value_t = 20)]
-    iterations: usize,
-}
-
-/// Times `validate` alone: the module is prepared once, by the preparation `run` makes (the same
-/// checks of settings, metadata and session), and every evaluation gets a fresh copy of the
-/// session, so each one makes the same host calls. Host-side replay (copying the recorded answers
-/// into the guest) is part of the measured time, as the policy server's answer from its cache
-/// would be.
-pub fn run(args: BenchArgs, verbose: bool) -> Result<ExitCode> {
-    let crate::engine::Prepared {
-        policy,
-        settings,
-        request,
-    } = crate::engine::prepare(&args.run, verbose)?;
-    let mut timings = Vec::with_capacity(args.iterations);
-    let mut last = None;
-    for round in 0..=args.iterations {
-        policy.with_state(|st| st.replayer.as_mut().map(|r| r.rewind()));
-        let start = Instant::now();
-        let (response, guest_failed) = policy.validate(&request, &settings)?;
-        let elapsed = start.elapsed();
-        if guest_failed {
-            bail!(
-                "the policy failed during validate: {}",
-                serde_json::to_string(&response)?
-            );
-        }
-        if round > 0 {
-            timings.push(elapsed.as_secs_f64() * 1000.0);
-        }
-        last = Some(response);
-    }
-    policy.warn_leftovers();
-    if timings.is_empty() {
-        bail!("--iterations must be at least 1");
-    }
-    timings.sort_by(f64::total_cmp);
-    let mean = timings.iter().sum::<f64>() / timings.len() as f64;
-    let summary = json!({
-        "iterations": timings.len(),
-        "min_ms": timings[0],
-        "median_ms": timings[timings.len() / 2],
-        "mean_ms": mean,
-        "max_ms": timings[timings.len() - 1],
-        "allowed": last.as_ref().map(|r| r.allowed),
-    });
-    println!("{summary}");
-    Ok(ExitCode::SUCCESS)
-}
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -416,7 +358,7 @@ impl Bench {
             responder: Some(Box::new(api)),
             ..Default::default()
         };
-        let policy = module.load(enable_cache, state)?;
+        let policy = Policy::load(&module.wasm, &module.origin, enable_cache, state)?;
         let settings = policy.validate_settings(&json!({}));
         if !settings.valid {
             bail!(
@@ -654,7 +596,7 @@ fn time_baseline(ns: &Namespace, template: &Value, iterations: usize) -> Result<
 }
 
 fn validate_payload(request: &Value) -> Result<Vec<u8>> {
-    let request = ValidateRequest::build(request, false)?;
+    let request = ValidateRequest::build(request)?;
     Ok(serde_json::to_vec(
         &json!({"request": request.value(), "settings": {}}),
     )?)
@@ -676,10 +618,7 @@ struct Row {
 /// the baseline, the CREATE mutation and an ignored request, on a two-version release; then counts
 /// the DELETE's host calls on each release line whose objects the namespace has.
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let module = PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
-    if module.is_raw() {
-        bail!("bench-compare sends admission requests: the policy's metadata says policyType raw");
-    }
+    let module = PolicyModule::open(&args.policy, args.metadata.as_deref())?;
     let cache = !args.disable_wasmtime_cache;
     let allow_list = module.allow_list(true);
     let mut rows = Vec::new();

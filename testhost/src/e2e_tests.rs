@@ -5,8 +5,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::host::HostState;
-use crate::metadata::ContextAwareResource;
+use crate::host::{ContextAwareResource, HostState};
 use crate::session::Replayer;
 
 /// What a guest function does.
@@ -125,8 +124,8 @@ fn load(wasm: &[u8], state: HostState) -> Policy {
     Policy::load(wasm, "guest.wat", false, state).unwrap()
 }
 
-/// The AdmissionResponse line of a CREATE of a Pod, and whether the guest call failed.
-fn output(policy: &Policy) -> (String, bool) {
+/// The AdmissionResponse line of a CREATE of a Pod.
+fn output(policy: &Policy) -> String {
     let req = json!({
         "uid": "uid-1",
         "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -135,18 +134,16 @@ fn output(policy: &Policy) -> (String, bool) {
         "userInfo": {"username": "alice"},
         "object": {"metadata": {"name": "p", "labels": {"a": "1"}}}
     });
-    let request = ValidateRequest::build(&req, false).unwrap();
-    let (resp, failed) = policy.validate(&request, &json!({})).unwrap();
-    (serde_json::to_string(&resp).unwrap(), failed)
+    let request = ValidateRequest::build(&req).unwrap();
+    serde_json::to_string(&policy.validate(&request, &json!({}))).unwrap()
 }
 
 #[test]
 fn validate_answers_become_kwctls_response_line() {
-    for (answer, line, failed) in [
+    for (answer, line) in [
         (
             Behaviour::Respond(ACCEPT),
             r#"{"uid":"uid-1","allowed":true,"auditAnnotations":null,"warnings":null}"#,
-            false,
         ),
         // [{"op":"add","path":"/metadata/labels/b","value":"2"}]
         (
@@ -154,33 +151,29 @@ fn validate_answers_become_kwctls_response_line() {
                 r#"{"accepted":true,"mutated_object":{"metadata":{"name":"p","labels":{"a":"1","b":"2"}}},"warnings":["careful"]}"#,
             ),
             r#"{"uid":"uid-1","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscy9iIiwidmFsdWUiOiIyIn1d","auditAnnotations":null,"warnings":["careful"]}"#,
-            false,
         ),
         (
             Behaviour::Respond(
                 r#"{"accepted":false,"message":"nope","code":403,"audit_annotations":{"x":"y"}}"#,
             ),
             r#"{"uid":"uid-1","allowed":false,"status":{"message":"nope","code":403},"auditAnnotations":{"x":"y"},"warnings":null}"#,
-            false,
         ),
         (
             Behaviour::Fail("boom"),
             r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: Guest call failure: boom","code":500},"auditAnnotations":null,"warnings":null}"#,
-            true,
         ),
         (
             Behaviour::Respond("[]"),
             r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: invalid response from policy: invalid length 0, expected struct ValidationResponse with 6 elements at line 1 column 2","code":500},"auditAnnotations":null,"warnings":null}"#,
-            false,
         ),
     ] {
         let policy = load(&guest(VALID, answer), HostState::default());
-        assert_eq!(output(&policy), (line.to_string(), failed));
+        assert_eq!(output(&policy), line);
     }
     let policy = load(&guest(VALID, Behaviour::Trap), HostState::default());
-    let (out, failed) = output(&policy);
+    let out = output(&policy);
     assert!(
-        failed && out.contains(r#""message":"internal server error: Guest call failure: "#),
+        out.contains(r#""message":"internal server error: Guest call failure: "#),
         "{out}"
     );
     assert!(
@@ -283,7 +276,7 @@ fn host_calls_are_replayed_checked_and_refused_like_kwctl() {
             ..Default::default()
         };
         let policy = load(&guest(VALID, call), state);
-        let (out, _) = output(&policy);
+        let out = output(&policy);
         assert_eq!(
             out,
             format!("{prefix}{message},\"auditAnnotations\":null,\"warnings\":null}}")

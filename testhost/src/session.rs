@@ -21,6 +21,17 @@ pub enum KubeRequest {
     KubernetesGetResource(GetResourceRequest),
 }
 
+impl KubeRequest {
+    /// The apiVersion and kind asked for.
+    pub fn resource(&self) -> (&str, &str) {
+        match self {
+            KubeRequest::KubernetesListResourceNamespace(r) => (&r.api_version, &r.kind),
+            KubeRequest::KubernetesListResourceAll(r) => (&r.api_version, &r.kind),
+            KubeRequest::KubernetesGetResource(r) => (&r.api_version, &r.kind),
+        }
+    }
+}
+
 impl PartialEq for KubeRequest {
     fn eq(&self, other: &Self) -> bool {
         // the SDK's types derive no PartialEq; their serialized forms compare every field
@@ -50,9 +61,9 @@ impl std::fmt::Debug for KubeRequest {
 }
 
 /// The recorded answer of the host.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(tag = "type")]
-pub enum Response {
+enum Response {
     Success { payload: String },
     Error { message: String },
 }
@@ -107,11 +118,6 @@ impl Replayer {
             )
         })?;
         Self::from_yaml_str(&contents, &path.display().to_string())
-    }
-
-    /// Starts the replay again from the first exchange (`bench` evaluates one session many times).
-    pub fn rewind(&mut self) {
-        self.next = 0;
     }
 
     /// Answers with the next recorded exchange; the error text is kwctl's (before the policy
@@ -209,8 +215,6 @@ mod tests {
             replayer.respond(&list_all("a=b")).unwrap_err(),
             "the list of recorded responses is empty"
         );
-        replayer.rewind();
-        assert_eq!(replayer.leftovers().len(), 2);
     }
 
     #[test]

@@ -32,8 +32,7 @@ use serde_json::{json, Value};
 
 use crate::admission::{AdmissionResponse, ValidateRequest};
 use crate::engine::{Policy, PolicyModule};
-use crate::host::HostState;
-use crate::metadata::ContextAwareResource;
+use crate::host::{ContextAwareResource, HostState};
 
 use api::{Api, Release, SimHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
@@ -82,8 +81,8 @@ struct PolicyAdmit<'p> {
 
 impl Admit for PolicyAdmit<'_> {
     fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
-        let req = ValidateRequest::build(request, false)?;
-        let (response, _guest_failed) = self.policy.validate(&req, &self.settings)?;
+        let req = ValidateRequest::build(request)?;
+        let response = self.policy.validate(&req, &self.settings);
         Verdict::try_from(&response)
     }
 }
@@ -211,7 +210,7 @@ fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
-    let module = PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
+    let module = PolicyModule::open(&args.policy, args.metadata.as_deref())?;
     let allow_list = module.allow_list(true);
     let shared = Shared {
         wasm: module.wasm,
