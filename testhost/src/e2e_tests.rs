@@ -192,30 +192,16 @@ fn settings_answers_and_failures() {
         )
         .validate_settings(&json!({"replicas": -1}))
     };
-    let valid = validate(VALID);
-    assert!(valid.valid && valid.message.is_none());
-    for (settings, message) in [
-        (
-            Behaviour::Respond(r#"{"valid":false,"message":"replicas must be positive"}"#),
-            "replicas must be positive",
-        ),
-        (
-            Behaviour::Respond("{}"),
-            r#"error: InvalidResponseWithError(Error("missing field `valid`", line: 1, column: 2))"#,
-        ),
-        (
-            Behaviour::Fail("bad settings"),
-            r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#,
-        ),
-    ] {
-        let answer = validate(settings);
-        assert!(!answer.valid);
-        assert_eq!(answer.message.as_deref(), Some(message));
-    }
-    let trapped = validate(Behaviour::Trap).message.unwrap_or_default();
-    assert!(
-        trapped.starts_with("Error invoking settings validation callback: GuestCallFailure("),
-        "{trapped}"
+    assert!(validate(VALID).valid);
+    let refused = validate(Behaviour::Respond(r#"{"valid":false,"message":"no"}"#));
+    assert_eq!(
+        (refused.valid, refused.message.as_deref()),
+        (false, Some("no"))
+    );
+    let failed = validate(Behaviour::Fail("bad settings"));
+    assert_eq!(
+        failed.message.as_deref(),
+        Some(r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#)
     );
 }
 
