@@ -104,8 +104,10 @@ pub struct AdmissionResponseStatus {
     pub code: Option<u16>,
 }
 
-/// The line printed by `run`. Field order and omission rules are kwctl's: `patchType`, `patch`
-/// and `status` are left out when empty, `auditAnnotations` and `warnings` always printed.
+/// The line printed by `run`: kwctl's policy evaluator's own AdmissionResponse (neither the SDK
+/// nor k8s-openapi has admission/v1 types; the request side is the SDK's). Field order and
+/// omission rules are kwctl's: `patchType`, `patch` and `status` are left out when empty,
+/// `auditAnnotations` and `warnings` always printed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionResponse {
