@@ -4,7 +4,7 @@
 //! and the host's error texts from [`crate::kube`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{json, Value};
 
@@ -17,8 +17,6 @@ pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
 pub const CLEANUP_LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
-pub const MS_FINALIZER: &str = "cluster.x-k8s.io/machineset";
-pub const MS_TOPOLOGY_FINALIZER: &str = "machineset.topology.cluster.x-k8s.io";
 
 const CAPI: &str = "cluster.x-k8s.io";
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
@@ -49,7 +47,7 @@ pub enum Kind {
 
 /// Kinds the simulated providers install but the simulation holds no objects of: listed, they
 /// are served and empty.
-const EMPTY_KINDS: &[(&str, &str, Provider)] = &[
+const EMPTY_KINDS: [(&str, &str, Provider); 10] = [
     (CAPI, "Machine", Provider::Capi),
     (CAPI, "MachinePool", Provider::Capi),
     (CAPI, "MachineHealthCheck", Provider::Capi),
@@ -61,6 +59,15 @@ const EMPTY_KINDS: &[(&str, &str, Provider)] = &[
     (BOOTSTRAP, "RKE2Config", Provider::Rke2),
     (CONTROLPLANE, "RKE2ControlPlaneTemplate", Provider::Rke2),
 ];
+
+/// Every installed kind: group, kind, provider and the simulated kind (`None`: held empty).
+fn installed() -> impl Iterator<Item = (&'static str, &'static str, Provider, Option<Kind>)> {
+    let simulated = Kind::ALL.into_iter().map(|k| {
+        let (group, name, provider) = k.installed();
+        (group, name, provider, Some(k))
+    });
+    simulated.chain(EMPTY_KINDS.into_iter().map(|(g, n, p)| (g, n, p, None)))
+}
 
 impl Kind {
     pub const ALL: [Kind; 10] = [
@@ -76,40 +83,37 @@ impl Kind {
         Kind::Rke2ConfigTemplate,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Group, kind and provider.
+    fn installed(self) -> (&'static str, &'static str, Provider) {
         match self {
-            Kind::Cluster => "Cluster",
-            Kind::ClusterClass => "ClusterClass",
-            Kind::MachineDeployment => "MachineDeployment",
-            Kind::MachineSet => "MachineSet",
-            Kind::Metal3Machine => "Metal3Machine",
-            Kind::KubeadmControlPlane => "KubeadmControlPlane",
-            Kind::Rke2ControlPlane => "RKE2ControlPlane",
-            Kind::Metal3MachineTemplate => "Metal3MachineTemplate",
-            Kind::KubeadmConfigTemplate => "KubeadmConfigTemplate",
-            Kind::Rke2ConfigTemplate => "RKE2ConfigTemplate",
+            Kind::Cluster => (CAPI, "Cluster", Provider::Capi),
+            Kind::ClusterClass => (CAPI, "ClusterClass", Provider::Capi),
+            Kind::MachineDeployment => (CAPI, "MachineDeployment", Provider::Capi),
+            Kind::MachineSet => (CAPI, "MachineSet", Provider::Capi),
+            Kind::Metal3Machine => (INFRA, "Metal3Machine", Provider::Metal3),
+            Kind::KubeadmControlPlane => (CONTROLPLANE, "KubeadmControlPlane", Provider::Capi),
+            Kind::Rke2ControlPlane => (CONTROLPLANE, "RKE2ControlPlane", Provider::Rke2),
+            Kind::Metal3MachineTemplate => (INFRA, "Metal3MachineTemplate", Provider::Metal3),
+            Kind::KubeadmConfigTemplate => (BOOTSTRAP, "KubeadmConfigTemplate", Provider::Capi),
+            Kind::Rke2ConfigTemplate => (BOOTSTRAP, "RKE2ConfigTemplate", Provider::Rke2),
         }
     }
 
     pub fn group(self) -> &'static str {
-        match self {
-            Kind::Cluster | Kind::ClusterClass | Kind::MachineDeployment | Kind::MachineSet => CAPI,
-            Kind::Metal3Machine | Kind::Metal3MachineTemplate => INFRA,
-            Kind::KubeadmControlPlane | Kind::Rke2ControlPlane => CONTROLPLANE,
-            Kind::KubeadmConfigTemplate | Kind::Rke2ConfigTemplate => BOOTSTRAP,
-        }
+        self.installed().0
+    }
+
+    pub fn name(self) -> &'static str {
+        self.installed().1
     }
 
     pub fn plural(self) -> String {
         kube::plural(self.name())
     }
 
-    pub fn provider(self) -> Provider {
-        match self {
-            Kind::Metal3Machine | Kind::Metal3MachineTemplate => Provider::Metal3,
-            Kind::Rke2ControlPlane | Kind::Rke2ConfigTemplate => Provider::Rke2,
-            _ => Provider::Capi,
-        }
+    /// `<Kind>.<group>`, as the cloned-from annotation names it.
+    pub fn group_kind(self) -> String {
+        format!("{}.{}", self.name(), self.group())
     }
 
     pub fn is_template(self) -> bool {
@@ -118,16 +122,10 @@ impl Kind {
             Kind::Metal3MachineTemplate | Kind::KubeadmConfigTemplate | Kind::Rke2ConfigTemplate
         )
     }
-
-    fn from_group_name(group: &str, name: &str) -> Option<Kind> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.group() == group && k.name() == name)
-    }
 }
 
 /// The installed releases: which API versions each provider serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Release {
     /// Cluster API >= 1.11 (with kubeadm bootstrap and control plane): v1beta1 and v1beta2.
     pub capi_v1beta2: bool,
@@ -151,26 +149,17 @@ impl Release {
     }
 
     pub fn serves(&self, kind: Kind, version: &str) -> bool {
-        self.provider_serves(kind.provider(), version)
+        self.provider_serves(kind.installed().2, version)
     }
 
-    /// The version a client of this release uses by default for `kind`.
-    pub fn preferred(&self, kind: Kind) -> &'static str {
-        if self.serves(kind, "v1beta2") {
+    /// `group/version` of `kind` as a client of this release names it by default.
+    fn api_version(&self, kind: Kind) -> String {
+        let version = if self.serves(kind, "v1beta2") {
             "v1beta2"
         } else {
             "v1beta1"
-        }
-    }
-
-    /// Whether any installed kind serves `group`/`version` (API discovery).
-    fn group_version_served(&self, group: &str, version: &str) -> bool {
-        Kind::ALL
-            .iter()
-            .any(|k| k.group() == group && self.serves(*k, version))
-            || EMPTY_KINDS
-                .iter()
-                .any(|(g, _, p)| *g == group && self.provider_serves(*p, version))
+        };
+        format!("{}/{version}", kind.group())
     }
 
     pub fn describe(&self) -> String {
@@ -261,6 +250,31 @@ pub enum Spec {
     },
 }
 
+impl Spec {
+    /// The templates a MachineDeployment, MachineSet or control plane points at, the
+    /// infrastructure template first.
+    pub fn templates(&self) -> Vec<&Ref> {
+        match self {
+            Spec::MachineDeployment {
+                infra, bootstrap, ..
+            }
+            | Spec::MachineSet {
+                infra, bootstrap, ..
+            } => vec![infra, bootstrap],
+            Spec::ControlPlane { infra, .. } => vec![infra],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The replicas a MachineSet asks for (0 for any other spec).
+    pub fn ms_replicas(&self) -> u32 {
+        match self {
+            Spec::MachineSet { replicas, .. } => *replicas,
+            _ => 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Obj {
     pub kind: Kind,
@@ -296,6 +310,29 @@ impl Obj {
     pub fn key(&self) -> (Kind, String) {
         (self.kind, self.name.clone())
     }
+
+    pub fn to_ref(&self) -> Ref {
+        Ref::new(self.kind, self.name.clone())
+    }
+
+    pub fn cloned_from(&self) -> Option<&String> {
+        self.annotations.get(CLONED_FROM_NAME)
+    }
+
+    /// The cloned-from annotations Cluster API puts on what it creates from `source`.
+    pub fn set_cloned_from(&mut self, source: &Ref) {
+        self.annotations
+            .insert(CLONED_FROM_NAME.into(), source.name.clone());
+        self.annotations
+            .insert(CLONED_FROM_GROUPKIND.into(), source.kind.group_kind());
+    }
+
+    /// Whether its controller owner is `kind` (named `name`, when given).
+    pub fn controlled_by(&self, kind: Kind, name: Option<&str>) -> bool {
+        self.controller
+            .as_ref()
+            .is_some_and(|(k, n)| *k == kind && name.is_none_or(|name| n == name))
+    }
 }
 
 /// One API server's objects (one namespace).
@@ -315,6 +352,10 @@ impl Store {
         self.objects.get_mut(&(kind, name.to_string()))
     }
 
+    pub fn spec_mut(&mut self, kind: Kind, name: &str) -> Option<&mut Spec> {
+        self.get_mut(kind, name).map(|o| &mut o.spec)
+    }
+
     pub fn exists(&self, r: &Ref) -> bool {
         self.get(r.kind, &r.name).is_some()
     }
@@ -324,6 +365,17 @@ impl Store {
             .range((kind, String::new())..)
             .take_while(move |((k, _), _)| *k == kind)
             .map(|(_, o)| o)
+    }
+
+    /// The objects of `kind` that `owner` (of kind `owner_kind`) controls.
+    pub fn owned<'s>(
+        &'s self,
+        kind: Kind,
+        owner_kind: Kind,
+        owner: &'s str,
+    ) -> impl Iterator<Item = &'s Obj> {
+        self.of_kind(kind)
+            .filter(move |o| o.controlled_by(owner_kind, Some(owner)))
     }
 
     pub fn names(&self, kind: Kind) -> Vec<String> {
@@ -363,22 +415,18 @@ impl Store {
     /// is being deleted.
     pub fn drop_finalizer(&mut self, kind: Kind, name: &str, finalizer: &str) {
         let key = (kind, name.to_string());
-        let gone = match self.objects.get_mut(&key) {
-            Some(o) => {
-                o.finalizers.remove(finalizer);
-                o.finalizers.is_empty() && o.deleting.is_some()
+        if let Some(o) = self.objects.get_mut(&key) {
+            o.finalizers.remove(finalizer);
+            if o.finalizers.is_empty() && o.deleting.is_some() {
+                self.objects.remove(&key);
             }
-            None => false,
-        };
-        if gone {
-            self.objects.remove(&key);
         }
     }
 }
 
 /// The simulated cluster(s) the host answers from: the management cluster, and the target of a
 /// `clusterctl move`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Api {
     pub release: Release,
     pub stores: [Store; 2],
@@ -387,111 +435,87 @@ pub struct Api {
     pub host_calls: u64,
 }
 
+/// The lock of `mutex`, also after a panic elsewhere.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Api {
     pub fn new(release: Release) -> Self {
         Api {
             release,
-            stores: [Store::default(), Store::default()],
-            active: 0,
-            host_calls: 0,
+            ..Api::default()
         }
     }
 
-    fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, String> {
+    /// The simulated kind (`None`: installed, held empty) and the version `api_version` names.
+    fn resolve<'v>(
+        &self,
+        api_version: &'v str,
+        kind: &str,
+    ) -> Result<(Option<Kind>, &'v str), String> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        if !self.release.group_version_served(group, version) {
+        let mut served = installed()
+            .filter(|&(g, _, p, _)| g == group && self.release.provider_serves(p, version))
+            .peekable();
+        if served.peek().is_none() {
             return Err(kube::no_such_group_version(api_version, kind));
         }
-        let not_found = || kube::no_such_kind(api_version, kind);
-        match Kind::from_group_name(group, kind) {
-            Some(k) if self.release.serves(k, version) => Ok(Resolved::Kind(k)),
-            Some(_) => Err(not_found()),
-            None => match EMPTY_KINDS
-                .iter()
-                .find(|(g, n, _)| *g == group && *n == kind)
-            {
-                Some((_, _, p)) if self.release.provider_serves(*p, version) => Ok(Resolved::Empty),
-                _ => Err(not_found()),
-            },
+        match served.find(|&(_, name, ..)| name == kind) {
+            Some((.., simulated)) => Ok((simulated, version)),
+            None => Err(kube::no_such_kind(api_version, kind)),
         }
+    }
+
+    fn render(&self, obj: &Obj, version: &str, masks: Option<&BTreeSet<String>>) -> Value {
+        kube::apply_masks(&render(obj, version, &self.release), masks)
     }
 
     fn list(
         &self,
-        api_version: &str,
-        kind: &str,
+        (api_version, kind): (&str, &str),
         namespace: &str,
         label_selector: Option<&str>,
         field_selector: Option<&str>,
         masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        let resolved = self.resolve(api_version, kind)?;
-        let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    ) -> Result<Value, String> {
+        let (simulated, version) = self.resolve(api_version, kind)?;
         let selector = parse_selector(label_selector)?;
         if field_selector.is_some_and(|f| !f.is_empty()) {
             return Err(format!(
                 "simulation: field selectors are not simulated ({field_selector:?})"
             ));
         }
-        let store = &self.stores[self.active];
-        let mut items = Vec::new();
-        if let Resolved::Kind(k) = resolved {
-            if namespace == NAMESPACE {
-                for obj in store.of_kind(k) {
-                    if selector
-                        .iter()
-                        .all(|(key, value)| obj.labels.get(key) == Some(value))
-                    {
-                        items.push(kube::apply_masks(
-                            &render(obj, version, &self.release),
-                            masks,
-                        ));
-                    }
-                }
-            }
-        }
-        serde_json::to_vec(&kube::list_answer(api_version, kind, "1", items))
-            .map_err(|e| e.to_string())
+        let items = simulated
+            .filter(|_| namespace == NAMESPACE)
+            .into_iter()
+            .flat_map(|k| self.stores[self.active].of_kind(k))
+            .filter(|o| selector.iter().all(|(k, v)| o.labels.get(k) == Some(v)))
+            .map(|o| self.render(o, version, masks))
+            .collect();
+        Ok(kube::list_answer(api_version, kind, "1", items))
     }
 
     fn get(
         &self,
-        api_version: &str,
-        kind: &str,
+        (api_version, kind): (&str, &str),
         name: &str,
-        namespace: Option<&String>,
+        namespace: Option<&str>,
         masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
-        let resolved = self.resolve(api_version, kind)?;
-        let version = api_version.rsplit('/').next().unwrap_or(api_version);
-        let not_found =
-            || kube::no_such_object(api_version, kind, name, namespace.map(String::as_str));
-        let Resolved::Kind(k) = resolved else {
-            return Err(not_found());
-        };
-        if namespace.map(String::as_str) != Some(NAMESPACE) {
-            return Err(not_found());
-        }
-        let obj = self.stores[self.active]
-            .get(k, name)
-            .ok_or_else(not_found)?;
-        serde_json::to_vec(&kube::apply_masks(
-            &render(obj, version, &self.release),
-            masks,
-        ))
-        .map_err(|e| e.to_string())
+    ) -> Result<Value, String> {
+        let (simulated, version) = self.resolve(api_version, kind)?;
+        simulated
+            .filter(|_| namespace == Some(NAMESPACE))
+            .and_then(|k| self.stores[self.active].get(k, name))
+            .map(|o| self.render(o, version, masks))
+            .ok_or_else(|| kube::no_such_object(api_version, kind, name, namespace))
     }
 
-    /// The CRDs of every kind the installed providers serve, built from the same tables the
+    /// The CRDs of every kind the installed providers serve, built from the tables the
     /// lookups resolve against, so a kind added there is installed here too.
     pub fn crds(&self) -> Vec<Crd> {
-        let kinds = Kind::ALL
-            .iter()
-            .map(|k| (k.group(), k.name(), k.provider()));
-        let empty = EMPTY_KINDS.iter().map(|(g, n, p)| (*g, *n, *p));
-        kinds
-            .chain(empty)
-            .filter_map(|(group, kind, provider)| {
+        installed()
+            .filter_map(|(group, kind, provider, _)| {
                 let versions: Vec<(String, bool)> = ["v1beta1", "v1beta2"]
                     .into_iter()
                     .filter(|v| self.release.provider_serves(provider, v))
@@ -505,11 +529,6 @@ impl Api {
             })
             .collect()
     }
-}
-
-enum Resolved {
-    Kind(Kind),
-    Empty,
 }
 
 fn parse_selector(selector: Option<&str>) -> Result<Vec<(String, String)>, String> {
@@ -533,12 +552,11 @@ pub struct SimHost {
 
 impl Responder for SimHost {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
-        let mut api = self.api.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut api = lock(&self.api);
         api.host_calls += 1;
-        match request {
+        let answer = match request {
             KubeRequest::KubernetesListResourceNamespace(r) => api.list(
-                &r.api_version,
-                &r.kind,
+                (&r.api_version, &r.kind),
                 &r.namespace,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
@@ -548,33 +566,30 @@ impl Responder for SimHost {
                 if (r.api_version.as_str(), r.kind.as_str())
                     == (kube::CRD_API_VERSION, kube::CRD_KIND) =>
             {
-                serde_json::to_vec(&kube::crd_list(&api.crds(), r.field_masks.as_ref()))
-                    .map_err(|e| e.to_string())
+                Ok(kube::crd_list(&api.crds(), r.field_masks.as_ref()))
             }
             // one namespace holds every object
             KubeRequest::KubernetesListResourceAll(r) => api.list(
-                &r.api_version,
-                &r.kind,
+                (&r.api_version, &r.kind),
                 NAMESPACE,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
                 r.field_masks.as_ref(),
             ),
             KubeRequest::KubernetesGetResource(r) => api.get(
-                &r.api_version,
-                &r.kind,
+                (&r.api_version, &r.kind),
                 &r.name,
-                r.namespace.as_ref(),
+                r.namespace.as_deref(),
                 r.field_masks.as_ref(),
             ),
-        }
+        }?;
+        serde_json::to_vec(&answer).map_err(|e| e.to_string())
     }
 }
 
 /// RFC 3339 time of a simulated second (the simulation starts 2026-11-01T00:00:00Z).
-pub fn timestamp(secs: u64) -> String {
-    let day = 1 + secs / 86_400;
-    let rest = secs % 86_400;
+fn timestamp(secs: u64) -> String {
+    let (day, rest) = (1 + secs / 86_400, secs % 86_400);
     format!(
         "2026-11-{:02}T{:02}:{:02}:{:02}Z",
         day.min(30),
@@ -584,53 +599,58 @@ pub fn timestamp(secs: u64) -> String {
     )
 }
 
-fn reference(r: &Ref, version: &str, release: &Release) -> Value {
-    if version == "v1beta1" {
-        // v1beta1 ObjectReference: apiVersion carries the version the provider serves its
-        // templates at.
-        json!({
-            "apiVersion": format!("{}/{}", r.kind.group(), release.preferred(r.kind)),
-            "kind": r.kind.name(),
-            "name": r.name,
-            "namespace": NAMESPACE,
-        })
-    } else {
-        json!({"apiGroup": r.kind.group(), "kind": r.kind.name(), "name": r.name})
-    }
+/// A ClusterClass reference: apiVersion (the version the provider serves its templates at),
+/// kind and name.
+fn class_ref(r: &Ref, release: &Release) -> Value {
+    json!({"apiVersion": release.api_version(r.kind), "kind": r.kind.name(), "name": r.name})
 }
 
-fn class_ref(r: &Ref, release: &Release) -> Value {
-    json!({
-        "apiVersion": format!("{}/{}", r.kind.group(), release.preferred(r.kind)),
-        "kind": r.kind.name(),
-        "name": r.name,
-    })
+/// A v1beta1 ObjectReference (a class reference with the namespace), or a v1beta2
+/// ContractVersionedObjectReference.
+fn reference(r: &Ref, version: &str, release: &Release) -> Value {
+    if version != "v1beta1" {
+        return json!({"apiGroup": r.kind.group(), "kind": r.kind.name(), "name": r.name});
+    }
+    let mut v = class_ref(r, release);
+    v["namespace"] = json!(NAMESPACE);
+    v
+}
+
+/// `value` without the members that are null, empty maps or empty lists: fields unset or empty,
+/// which the API server leaves out.
+fn omit_empty(mut value: Value) -> Value {
+    if let Some(map) = value.as_object_mut() {
+        map.retain(|_, v| match v {
+            Value::Null => false,
+            Value::Array(items) => !items.is_empty(),
+            Value::Object(members) => !members.is_empty(),
+            _ => true,
+        });
+    }
+    value
 }
 
 /// The object as the API server returns it at `version`.
-/// The spec a MachineDeployment and a MachineSet share: replicas and the Machine template.
-fn machine_set_spec(
-    obj: &Obj,
-    infra: &Ref,
-    bootstrap: &Ref,
-    replicas: u32,
-    version: &str,
-    release: &Release,
-) -> Value {
-    json!({
-        "clusterName": obj.owner_cluster,
-        "replicas": replicas,
-        "template": {"spec": {
-            "clusterName": obj.owner_cluster,
-            "version": "v1.33.4",
-            "bootstrap": {"configRef": reference(bootstrap, version, release)},
-            "infrastructureRef": reference(infra, version, release),
-        }},
-    })
-}
-
 pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
-    let mut meta = json!({
+    let cluster_owner = obj.owner_cluster.iter().map(|cluster| {
+        json!({
+            "apiVersion": release.api_version(Kind::Cluster),
+            "kind": "Cluster",
+            "name": cluster,
+            "uid": format!("c1a55e00-0000-4000-8000-{:>012}", cluster.len()),
+        })
+    });
+    let controller = obj.controller.iter().map(|(kind, name)| {
+        json!({
+            "apiVersion": release.api_version(*kind),
+            "kind": kind.name(),
+            "name": name,
+            "uid": "0c0c0c0c-0000-4000-8000-000000000000",
+            "controller": true,
+            "blockOwnerDeletion": true,
+        })
+    });
+    let meta = omit_empty(json!({
         "name": obj.name,
         "namespace": NAMESPACE,
         "uid": format!("00000000-0000-4000-8000-{:012x}", obj.uid),
@@ -638,45 +658,30 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
         "generation": 1,
         "creationTimestamp": timestamp(obj.created),
         "managedFields": [{"manager": "simulation", "operation": "Update", "apiVersion": format!("{}/{version}", obj.kind.group())}],
-    });
-    let m = meta.as_object_mut().expect("metadata is an object");
-    if !obj.labels.is_empty() {
-        m.insert("labels".into(), json!(obj.labels));
-    }
-    if !obj.annotations.is_empty() {
-        m.insert("annotations".into(), json!(obj.annotations));
-    }
-    if !obj.finalizers.is_empty() {
-        m.insert("finalizers".into(), json!(obj.finalizers));
-    }
-    if let Some(t) = obj.deleting {
-        m.insert("deletionTimestamp".into(), json!(timestamp(t)));
-        m.insert("deletionGracePeriodSeconds".into(), json!(0));
-    }
-    let mut owners = Vec::new();
-    if let Some(cluster) = &obj.owner_cluster {
-        owners.push(json!({
-            "apiVersion": format!("{CAPI}/{}", release.preferred(Kind::Cluster)),
-            "kind": "Cluster",
-            "name": cluster,
-            "uid": format!("c1a55e00-0000-4000-8000-{:>012}", cluster.len()),
-        }));
-    }
-    if let Some((kind, name)) = &obj.controller {
-        owners.push(json!({
-            "apiVersion": format!("{}/{}", kind.group(), release.preferred(*kind)),
-            "kind": kind.name(),
-            "name": name,
-            "uid": "0c0c0c0c-0000-4000-8000-000000000000",
-            "controller": true,
-            "blockOwnerDeletion": true,
-        }));
-    }
-    if !owners.is_empty() {
-        m.insert("ownerReferences".into(), Value::Array(owners));
-    }
+        "labels": obj.labels,
+        "annotations": obj.annotations,
+        "finalizers": obj.finalizers,
+        "deletionTimestamp": obj.deleting.map(timestamp),
+        "deletionGracePeriodSeconds": obj.deleting.map(|_| 0),
+        "ownerReferences": cluster_owner.chain(controller).collect::<Vec<_>>(),
+    }));
 
     let v1 = version == "v1beta1";
+    let image = "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2";
+    let host_selector = json!({"matchLabels": {"edge.example.org/role": "storage-worker"}});
+    // the spec a MachineDeployment and a MachineSet share: replicas and the Machine template
+    let machine_set_spec = |infra: &Ref, bootstrap: &Ref, replicas: &u32| {
+        json!({
+            "clusterName": obj.owner_cluster,
+            "replicas": replicas,
+            "template": {"spec": {
+                "clusterName": obj.owner_cluster,
+                "version": "v1.33.4",
+                "bootstrap": {"configRef": reference(bootstrap, version, release)},
+                "infrastructureRef": reference(infra, version, release),
+            }},
+        })
+    };
     let (spec, status) = match &obj.spec {
         Spec::Cluster { paused } => (
             json!({"paused": paused, "controlPlaneEndpoint": {"host": "192.0.2.10", "port": 6443}}),
@@ -686,28 +691,21 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             node_reuse,
             cleaning,
         } => {
-            let mut inner = if obj.kind == Kind::Metal3MachineTemplate {
+            let m3 = obj.kind == Kind::Metal3MachineTemplate;
+            let inner = if m3 {
                 json!({
-                    "image": {
-                        "url": "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2",
-                        "checksum": "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2.sha256sum",
-                        "checksumType": "sha256",
-                    },
-                    "hostSelector": {"matchLabels": {"edge.example.org/role": "storage-worker"}},
+                    "image": {"url": image, "checksum": format!("{image}.sha256sum"), "checksumType": "sha256"},
+                    "hostSelector": host_selector,
+                    "automatedCleaningMode": cleaning,
                 })
             } else {
-                json!({"joinConfiguration": {"nodeRegistration": {"name": "{{ ds.meta_data.name }}"}}})
+                json!({
+                    "joinConfiguration": {"nodeRegistration": {"name": "{{ ds.meta_data.name }}"}},
+                    "automatedCleaningMode": cleaning,
+                })
             };
-            if let (Some(c), Some(map)) = (cleaning, inner.as_object_mut()) {
-                map.insert("automatedCleaningMode".into(), json!(c));
-            }
-            let mut spec = json!({"template": {"spec": inner}});
-            if obj.kind == Kind::Metal3MachineTemplate {
-                if let Some(map) = spec.as_object_mut() {
-                    map.insert("nodeReuse".into(), json!(node_reuse));
-                }
-            }
-            (spec, Value::Null)
+            let spec = json!({"template": {"spec": omit_empty(inner)}, "nodeReuse": m3.then_some(node_reuse)});
+            (omit_empty(spec), Value::Null)
         }
         Spec::MachineDeployment {
             infra,
@@ -717,13 +715,11 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             max_unavailable,
         } => {
             let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable}});
-            let mut spec = machine_set_spec(obj, infra, bootstrap, *replicas, version, release);
-            if let Some(map) = spec.as_object_mut() {
-                if v1 {
-                    map.insert("strategy".into(), strategy);
-                } else {
-                    map.insert("rollout".into(), json!({ "strategy": strategy }));
-                }
+            let mut spec = machine_set_spec(infra, bootstrap, replicas);
+            if v1 {
+                spec["strategy"] = strategy;
+            } else {
+                spec["rollout"] = json!({ "strategy": strategy });
             }
             (spec, json!({"replicas": replicas}))
         }
@@ -733,11 +729,8 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             replicas,
             status_replicas,
         } => (
-            machine_set_spec(obj, infra, bootstrap, *replicas, version, release),
-            match status_replicas {
-                Some(n) => json!({"replicas": n}),
-                None => json!({}),
-            },
+            machine_set_spec(infra, bootstrap, replicas),
+            omit_empty(json!({ "replicas": status_replicas })),
         ),
         Spec::ControlPlane {
             infra,
@@ -751,56 +744,45 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
                 "version": "v1.33.4",
                 "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge}},
             });
-            if let Some(map) = spec.as_object_mut() {
-                if !v1 {
-                    map.insert(
-                        "machineTemplate".into(),
-                        json!({"spec": {"infrastructureRef": r}}),
-                    );
-                } else if *legacy_ref && obj.kind == Kind::Rke2ControlPlane {
-                    map.insert("infrastructureRef".into(), r);
-                } else {
-                    map.insert("machineTemplate".into(), json!({ "infrastructureRef": r }));
-                }
+            if !v1 {
+                spec["machineTemplate"] = json!({"spec": {"infrastructureRef": r}});
+            } else if *legacy_ref && obj.kind == Kind::Rke2ControlPlane {
+                spec["infrastructureRef"] = r;
+            } else {
+                spec["machineTemplate"] = json!({ "infrastructureRef": r });
             }
             (spec, json!({"replicas": replicas}))
         }
         Spec::ClusterClass { cp_infra, workers } => {
+            let key = if v1 { "ref" } else { "templateRef" };
             let workers: Vec<Value> = workers
                 .iter()
                 .map(|w| {
+                    let mut worker = json!({
+                        "bootstrap": {key: class_ref(&w.bootstrap, release)},
+                        "infrastructure": {key: class_ref(&w.infra, release)},
+                    });
                     if v1 {
-                        json!({"class": w.class, "template": {
-                            "bootstrap": {"ref": class_ref(&w.bootstrap, release)},
-                            "infrastructure": {"ref": class_ref(&w.infra, release)},
-                        }})
-                    } else {
-                        json!({"class": w.class,
-                            "bootstrap": {"templateRef": class_ref(&w.bootstrap, release)},
-                            "infrastructure": {"templateRef": class_ref(&w.infra, release)},
-                        })
+                        worker = json!({ "template": worker });
                     }
+                    worker["class"] = json!(w.class);
+                    worker
                 })
                 .collect();
-            let key = if v1 { "ref" } else { "templateRef" };
-            (
-                json!({
-                    "controlPlane": {"machineInfrastructure": {key: class_ref(cp_infra, release)}},
-                    "workers": {"machineDeployments": workers},
-                }),
-                Value::Null,
-            )
-        }
-        Spec::Metal3Machine { cleaning, .. } => {
-            let mut spec = json!({
-                "image": {"url": "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2"},
-                "hostSelector": {"matchLabels": {"edge.example.org/role": "storage-worker"}},
+            let spec = json!({
+                "controlPlane": {"machineInfrastructure": {key: class_ref(cp_infra, release)}},
+                "workers": {"machineDeployments": workers},
             });
-            if let (Some(c), Some(map)) = (cleaning, spec.as_object_mut()) {
-                map.insert("automatedCleaningMode".into(), json!(c));
-            }
             (spec, Value::Null)
         }
+        Spec::Metal3Machine { cleaning, .. } => (
+            omit_empty(json!({
+                "image": {"url": image},
+                "hostSelector": host_selector,
+                "automatedCleaningMode": cleaning,
+            })),
+            Value::Null,
+        ),
     };
     let mut out = json!({
         "apiVersion": format!("{}/{version}", obj.kind.group()),
@@ -809,9 +791,7 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
         "spec": spec,
     });
     if !status.is_null() {
-        if let Some(map) = out.as_object_mut() {
-            map.insert("status".into(), status);
-        }
+        out["status"] = status;
     }
     out
 }
@@ -819,84 +799,49 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-        GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-    };
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 
-    fn release() -> Release {
-        Release {
+    /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, and one MachineSet.
+    fn api() -> Api {
+        let mut api = Api::new(Release {
             capi_v1beta2: true,
             metal3_v1beta2: false,
             rke2: None,
-        }
-    }
-
-    fn api_with_ms() -> Api {
-        let mut api = Api::new(release());
-        let mut ms = Obj::new(
-            Kind::MachineSet,
-            "md-1",
-            Spec::MachineSet {
-                infra: Ref::new(Kind::Metal3MachineTemplate, "w-1"),
-                bootstrap: Ref::new(Kind::KubeadmConfigTemplate, "b-1"),
-                replicas: 2,
-                status_replicas: Some(2),
-            },
-        );
+        });
+        let infra = Ref::new(Kind::Metal3MachineTemplate, "w-1");
+        let bootstrap = Ref::new(Kind::KubeadmConfigTemplate, "b-1");
+        let (replicas, status_replicas) = (2, Some(2));
+        let spec = Spec::MachineSet {
+            infra,
+            bootstrap,
+            replicas,
+            status_replicas,
+        };
+        let mut ms = Obj::new(Kind::MachineSet, "md-1", spec);
         ms.owner_cluster = Some("edge-a".into());
         api.stores[0].create(ms, 10);
         api
     }
 
-    fn call(api: &Api, req: KubeRequest) -> Result<Value, String> {
-        let mut host = SimHost {
-            api: Arc::new(Mutex::new(api.clone())),
-        };
-        host.respond(&req)
-            .map(|b| serde_json::from_slice(&b).expect("json"))
-    }
-
-    fn list(api_version: &str, kind: &str, masks: &[&str]) -> KubeRequest {
-        KubeRequest::KubernetesListResourceNamespace(ListResourcesByNamespaceRequest {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: NAMESPACE.into(),
-            label_selector: None,
-            field_selector: None,
-            field_masks: Some(masks.iter().map(|s| s.to_string()).collect()),
-        })
+    fn list(api_version: &str, kind: &str, masks: &[&str]) -> Result<Value, String> {
+        let masks = masks.iter().map(|m| m.to_string()).collect();
+        api().list((api_version, kind), NAMESPACE, None, None, Some(&masks))
     }
 
     #[test]
     fn list_in_both_shapes_with_masks() {
-        let api = api_with_ms();
-        let v2 = call(
-            &api,
-            list(
-                "cluster.x-k8s.io/v1beta2",
-                "MachineSet",
-                &["spec.template.spec.infrastructureRef", "status.replicas"],
-            ),
-        )
-        .unwrap();
+        let masks = ["spec.template.spec.infrastructureRef", "status.replicas"];
+        let v2 = list("cluster.x-k8s.io/v1beta2", "MachineSet", &masks).unwrap();
         assert_eq!(v2["kind"], "MachineSetList");
         let item = &v2["items"][0];
         assert_eq!(
             item["spec"],
-            json!({"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "w-1"}}}})
+            json!({"template": {"spec": {"infrastructureRef": {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "w-1"}}}})
         );
         assert_eq!(item["status"], json!({"replicas": 2}));
         assert!(item["metadata"].get("managedFields").is_none());
         assert_eq!(item["metadata"]["ownerReferences"][0]["kind"], "Cluster");
-        let v1 = call(
-            &api,
-            list(
-                "cluster.x-k8s.io/v1beta1",
-                "MachineSet",
-                &["spec.template.spec.infrastructureRef"],
-            ),
-        )
-        .unwrap();
+        let v1 = list("cluster.x-k8s.io/v1beta1", "MachineSet", &masks[..1]).unwrap();
         // CAPM3 <= 1.12 serves its templates at v1beta1 only
         assert_eq!(
             v1["items"][0]["spec"]["template"]["spec"]["infrastructureRef"]["apiVersion"],
@@ -906,69 +851,53 @@ mod tests {
 
     #[test]
     fn host_error_texts() {
-        let api = api_with_ms();
+        let err = list(
+            "infrastructure.cluster.x-k8s.io/v1beta2",
+            "Metal3Machine",
+            &[],
+        );
         assert_eq!(
-            call(
-                &api,
-                list(
-                    "infrastructure.cluster.x-k8s.io/v1beta2",
-                    "Metal3Machine",
-                    &[]
-                )
-            )
-            .unwrap_err()
-            .split(':')
-            .next(),
+            err.unwrap_err().split(':').next(),
             Some("error finding resource infrastructure.cluster.x-k8s.io/v1beta2 / Metal3Machine")
         );
         assert_eq!(
-            call(
-                &api,
-                list(
-                    "controlplane.cluster.x-k8s.io/v1beta2",
-                    "RKE2ControlPlane",
-                    &[]
-                )
+            list(
+                "controlplane.cluster.x-k8s.io/v1beta2",
+                "RKE2ControlPlane",
+                &[]
+            ),
+            Err(
+                "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane"
+                    .into()
             )
-            .unwrap_err(),
-            "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane"
         );
-        let get = KubeRequest::KubernetesGetResource(GetResourceRequest {
-            api_version: "cluster.x-k8s.io/v1beta2".into(),
-            kind: "Cluster".into(),
-            name: "edge-a".into(),
-            namespace: Some(NAMESPACE.into()),
-            disable_cache: false,
-            field_masks: None,
-        });
+        let gvk = ("cluster.x-k8s.io/v1beta2", "Cluster");
         assert_eq!(
-            call(&api, get).unwrap_err(),
-            "Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"
+            api().get(gvk, "edge-a", Some(NAMESPACE), None),
+            Err("Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'".into())
         );
         // an installed kind the simulation holds no objects of
-        let machines = call(&api, list("cluster.x-k8s.io/v1beta2", "Machine", &[])).unwrap();
+        let machines = list("cluster.x-k8s.io/v1beta2", "Machine", &[]).unwrap();
         assert_eq!(machines["items"], json!([]));
     }
 
     #[test]
     fn the_crd_list_names_the_installed_kinds_at_their_served_versions() {
-        let api = api_with_ms();
-        let crds = call(
-            &api,
-            KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
-                api_version: kube::CRD_API_VERSION.into(),
-                kind: kube::CRD_KIND.into(),
-                label_selector: None,
-                field_selector: None,
-                field_masks: None,
-            }),
-        )
-        .unwrap();
-        let names: Vec<&str> = crds["items"]
-            .as_array()
-            .unwrap()
+        let mut host = SimHost {
+            api: Arc::new(Mutex::new(api())),
+        };
+        let request = KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
+            api_version: kube::CRD_API_VERSION.into(),
+            kind: kube::CRD_KIND.into(),
+            label_selector: None,
+            field_selector: None,
+            field_masks: None,
+        });
+        let crds: Value = serde_json::from_slice(&host.respond(&request).unwrap()).unwrap();
+        let crds = crds["items"].as_array().unwrap();
+        let names: Vec<&str> = crds
             .iter()
-            .map(|c| c["metadata"]["name"].as_str().unwrap())
+            .filter_map(|c| c["metadata"]["name"].as_str())
             .collect();
         assert!(
             names.contains(&"clusterclasses.cluster.x-k8s.io"),
@@ -976,9 +905,7 @@ mod tests {
         );
         // RKE2 is not installed in this release: no CRD, so the policy makes no call for it
         assert!(!names.iter().any(|n| n.contains("rke2")), "{names:?}");
-        let m3mt = crds["items"]
-            .as_array()
-            .unwrap()
+        let m3mt = crds
             .iter()
             .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate")
             .unwrap();

@@ -8,38 +8,62 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Ref, Spec, MS_FINALIZER, MS_TOPOLOGY_FINALIZER};
+use super::api::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
+    pub(super) fn set_ms_replicas(&self, ms: &str, n: u32) {
+        self.write(|s| {
+            if let Some(Spec::MachineSet { replicas, .. }) = s.spec_mut(Kind::MachineSet, ms) {
+                *replicas = n;
+            }
+        });
+    }
+
+    pub(super) fn set_status_replicas(&self, ms: &str, n: u32) {
+        self.write(|s| {
+            if let Some(Spec::MachineSet {
+                status_replicas, ..
+            }) = s.spec_mut(Kind::MachineSet, ms)
+            {
+                *status_replicas = Some(n);
+            }
+        });
+    }
+
+    /// The Cluster owner reference a MachineSet or control plane controller puts on its templates.
+    pub(super) fn adopt(&self, templates: &[&Ref]) {
+        self.write(|s| {
+            for r in templates {
+                if let Some(t) = s.get_mut(r.kind, &r.name) {
+                    t.owner_cluster.get_or_insert_with(|| CLUSTER.to_string());
+                }
+            }
+        });
+    }
+
     /// A MachineDeployment's or MachineSet's own finalizer: deletes its `dependents` (its
     /// MachineSets or Metal3Machines) and drops the finalizer once none is left; true when
     /// anything changed.
     pub(super) fn delete_dependents(
         &mut self,
-        (kind, name, finalizer): (Kind, &str, &str),
+        owner: &Obj,
+        finalizer: &str,
         dependents: &[Obj],
     ) -> bool {
         let mut did = false;
-        for d in dependents {
-            if d.deleting.is_none() {
-                let now = self.now;
-                self.write(|s| s.delete(d.kind, &d.name, now));
-                did = true;
-            }
+        for d in dependents.iter().filter(|d| d.deleting.is_none()) {
+            self.mark_deleted(d.kind, &d.name);
+            did = true;
         }
         if dependents.is_empty() {
-            self.write(|s| s.drop_finalizer(kind, name, finalizer));
-            if self.read(|s| s.get(kind, name).is_none()) {
-                self.ev(|| format!("{} {name} gone", kind.name()));
+            self.write(|s| s.drop_finalizer(owner.kind, &owner.name, finalizer));
+            if self.read(|s| s.get(owner.kind, &owner.name).is_none()) {
+                self.ev(|| format!("{} {} gone", owner.kind.name(), owner.name));
                 did = true;
             }
         }
         did
-    }
-
-    pub(super) fn ms_controller(&mut self) -> Result<bool> {
-        self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)
     }
 
     pub(super) fn reconcile_ms(&mut self, ms: &str) -> Result<bool> {
@@ -56,72 +80,34 @@ impl Sim<'_> {
             return Ok(false);
         };
         let machines = self.machines_of(Kind::MachineSet, ms);
-        let count = machines.len() as u32;
-        self.write(|s| {
-            if let Some(Obj {
-                spec: Spec::MachineSet {
-                    status_replicas, ..
-                },
-                ..
-            }) = s.get_mut(Kind::MachineSet, ms)
-            {
-                *status_replicas = Some(count);
-            }
-        });
-        let (paused, _) = self.cluster_state();
+        self.set_status_replicas(ms, machines.len() as u32);
+        if self.cluster_state().0 {
+            return Ok(false);
+        }
         if obj.deleting.is_some() {
-            if paused {
-                return Ok(false);
-            }
             let mut did = false;
             if obj.finalizers.contains(MS_TOPOLOGY_FINALIZER) {
                 // the topology deletes the templates no MachineDeployment or other MachineSet uses
                 let users: BTreeSet<Ref> = self.read(|s| {
-                    let mut u = BTreeSet::new();
-                    for o in s
-                        .of_kind(Kind::MachineDeployment)
-                        .chain(s.of_kind(Kind::MachineSet))
-                    {
-                        // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
-                        // that are being deleted use nothing any more
-                        if o.name == ms || o.deleting.is_some() {
-                            continue;
-                        }
-                        if let Spec::MachineDeployment {
-                            infra, bootstrap, ..
-                        }
-                        | Spec::MachineSet {
-                            infra, bootstrap, ..
-                        } = &o.spec
-                        {
-                            u.insert(infra.clone());
-                            u.insert(bootstrap.clone());
-                        }
-                    }
-                    u
+                    (s.of_kind(Kind::MachineDeployment)
+                        .chain(s.of_kind(Kind::MachineSet)))
+                    // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
+                    // that are being deleted use nothing any more
+                    .filter(|o| o.name != ms && o.deleting.is_none())
+                    .flat_map(|o| o.spec.templates())
+                    .cloned()
+                    .collect()
                 });
-                did |= self.topology_finalizer(
-                    (Kind::MachineSet, ms, MS_TOPOLOGY_FINALIZER),
-                    Task::MsController,
-                    [&infra, &bootstrap],
-                    &users,
-                )?;
+                did |= self.topology_finalizer(&obj, &users)?;
             }
-            did |= self.delete_dependents((Kind::MachineSet, ms, MS_FINALIZER), &machines);
+            did |= self.delete_dependents(&obj, MS_FINALIZER, &machines);
             return Ok(did);
         }
-        if paused {
-            return Ok(false);
-        }
         let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
-        let md = obj
-            .controller
-            .as_ref()
-            .map(|(_, n)| n.clone())
-            .unwrap_or_default();
+        let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
         let is_current = self.read(|s| {
-            matches!(s.get(Kind::MachineDeployment, &md),
-                Some(Obj { spec: Spec::MachineDeployment { infra: i, bootstrap: b, .. }, .. }) if *i == infra && *b == bootstrap)
+            s.get(Kind::MachineDeployment, md.unwrap_or_default())
+                .is_some_and(|o| o.spec.templates() == [&infra, &bootstrap])
         });
         let need_up = (live.len() as u32) < replicas;
         if is_current || need_up {
@@ -129,28 +115,16 @@ impl Sim<'_> {
             if !(self.fetch(&reader, &infra) & self.fetch(&reader, &bootstrap)) {
                 return Ok(false);
             }
-            // the MachineSet controller puts the Cluster owner reference on its templates
-            self.write(|s| {
-                for r in [&infra, &bootstrap] {
-                    if let Some(t) = s.get_mut(r.kind, &r.name) {
-                        t.owner_cluster.get_or_insert_with(|| CLUSTER.to_string());
-                    }
-                }
-            });
+            self.adopt(&[&infra, &bootstrap]);
         }
         if need_up {
             return self.create_machine((Kind::MachineSet, ms.to_string()), &infra, false);
         }
         if live.len() as u32 > replicas {
             // delete the newest not-ready machine first, else the oldest
-            let victim = live
-                .iter()
-                .find(|m| !self.ready(m))
-                .or_else(|| live.first())
-                .map(|m| m.name.clone());
-            if let Some(v) = victim {
-                let now = self.now;
-                self.write(|s| s.delete(Kind::Metal3Machine, &v, now));
+            if let Some(v) = live.iter().find(|m| !self.ready(m)).or(live.first()) {
+                self.mark_deleted(Kind::Metal3Machine, &v.name);
+                let v = &v.name;
                 self.ev(|| format!("MachineSet {ms}: scale down, Metal3Machine {v} deleting"));
                 return Ok(true);
             }

@@ -23,21 +23,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::admission::{AdmissionResponse, ValidateRequest};
+use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 use crate::metadata::ContextAwareResource;
 
-use api::{Api, Release, SimHost};
+use api::{lock, Api, SimHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
-use sim::{Admit, AllowAll, Sim, Verdict};
+use sim::{Sim, Verdict};
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
@@ -74,52 +74,45 @@ pub struct SimulateArgs {
     policy: String,
 }
 
-/// The compiled policy as the admission chain.
-struct PolicyAdmit<'p> {
-    policy: &'p Policy,
-    settings: Value,
+/// The compiled policy as the admission chain: what the simulated controllers see of its answer
+/// is the verdict, the status as one message, and the patch decoded.
+fn policy_verdict(policy: &Policy, request: &Value) -> Result<Verdict> {
+    let req = ValidateRequest::build(request, false)?;
+    let (response, _guest_failed) = policy.validate(&req, &json!({}))?;
+    let patch = response
+        .patch
+        .as_ref()
+        .map(|b64| -> Result<json_patch::Patch> {
+            let bytes = (base64::engine::general_purpose::STANDARD.decode(b64))
+                .map_err(|e| anyhow!("the policy's patch is not base64: {e}"))?;
+            serde_json::from_slice(&bytes)
+                .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))
+        });
+    let message = response.status.as_ref().map(|status| {
+        let code = status.code.map(|c| c.to_string()).unwrap_or_default();
+        format!("({code}) {}", status.message.as_deref().unwrap_or_default())
+    });
+    Ok(Verdict {
+        allowed: response.allowed,
+        message: message.unwrap_or_default(),
+        patch: patch.transpose()?,
+    })
 }
 
-impl Admit for PolicyAdmit<'_> {
-    fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
-        let req = ValidateRequest::build(request, false)?;
-        let (response, _guest_failed) = self.policy.validate(&req, &self.settings)?;
-        Verdict::try_from(&response)
-    }
-}
-
-/// What the simulated controllers see of an admission answer: the verdict, the status as one
-/// message, and the patch decoded.
-impl TryFrom<&AdmissionResponse> for Verdict {
-    type Error = anyhow::Error;
-
-    fn try_from(response: &AdmissionResponse) -> Result<Verdict> {
-        let patch = match &response.patch {
-            Some(b64) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(b64)
-                    .map_err(|e| anyhow!("the policy's patch is not base64: {e}"))?;
-                Some(
-                    serde_json::from_slice::<json_patch::Patch>(&bytes)
-                        .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))?,
-                )
-            }
-            None => None,
-        };
-        let message = match &response.status {
-            Some(status) => format!(
-                "({}) {}",
-                status.code.map(|c| c.to_string()).unwrap_or_default(),
-                status.message.clone().unwrap_or_default()
-            ),
-            None => String::new(),
-        };
-        Ok(Verdict {
-            allowed: response.allowed,
-            message,
-            patch,
-        })
-    }
+/// A run of `seed`, with the policy (`Some`) or without it: its scenario, metrics and trace.
+fn run_seed(
+    policy: Option<&Policy>,
+    api: &Arc<Mutex<Api>>,
+    seed: u64,
+    trace: bool,
+) -> Result<(Scenario, Metrics, Vec<String>)> {
+    let mut admit = |request: &Value| match policy {
+        Some(policy) => policy_verdict(policy, request),
+        None => Ok(Verdict::ALLOW),
+    };
+    let mut sim = Sim::new(seed, api.clone(), &mut admit, trace);
+    let metrics = sim.run()?;
+    Ok((sim.sc.clone(), metrics, sim.take_trace()))
 }
 
 /// One flow's (deploy tool and lifecycle) runs, with and without the policy.
@@ -131,18 +124,25 @@ struct Flow {
     explained: Option<&'static str>,
 }
 
+impl Flow {
+    fn add(&mut self, other: &Flow) {
+        self.seeds += other.seeds;
+        self.with.add(&other.with);
+        self.without.add(&other.without);
+        self.explained = other.explained;
+    }
+}
+
 #[derive(Debug, Default)]
 struct Totals {
-    with: Metrics,
-    without: Metrics,
-    runs: u64,
+    all: Flow,
     failing: BTreeSet<u64>,
     /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
     flows: BTreeMap<(usize, &'static str, usize), Flow>,
 }
 
 impl Totals {
-    fn add(&mut self, sc: &Scenario, with: &Metrics, without: &Metrics) {
+    fn add(&mut self, sc: &Scenario, with: Metrics, without: Metrics) {
         let deployer = Deployer::ALL
             .iter()
             .position(|d| d.label() == sc.deployer.label())
@@ -151,30 +151,22 @@ impl Totals {
             .iter()
             .position(|l| *l == sc.lifecycle)
             .unwrap_or(0);
-        let flow = self
-            .flows
-            .entry((deployer, sc.deployer.name(), lifecycle))
-            .or_default();
-        flow.seeds += 1;
-        flow.with.add(with);
-        flow.without.add(without);
-        flow.explained = sc.deployer.explained_leak();
-        self.with.add(with);
-        self.without.add(without);
-        self.runs += 1;
+        let run = Flow {
+            seeds: 1,
+            with,
+            without,
+            explained: sc.deployer.explained_leak(),
+        };
+        let key = (deployer, sc.deployer.name(), lifecycle);
+        self.flows.entry(key).or_default().add(&run);
+        self.all.add(&run);
     }
 
     fn merge(&mut self, other: Totals) {
-        self.with.add(&other.with);
-        self.without.add(&other.without);
-        self.runs += other.runs;
+        self.all.add(&other.all);
         self.failing.extend(other.failing);
         for (key, f) in other.flows {
-            let flow = self.flows.entry(key).or_default();
-            flow.seeds += f.seeds;
-            flow.with.add(&f.with);
-            flow.without.add(&f.without);
-            flow.explained = f.explained;
+            self.flows.entry(key).or_default().add(&f);
         }
     }
 }
@@ -188,11 +180,7 @@ struct Shared {
 }
 
 fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
-    let api = Arc::new(Mutex::new(Api::new(Release {
-        capi_v1beta2: true,
-        metal3_v1beta2: true,
-        rke2: None,
-    })));
+    let api = Arc::new(Mutex::new(Api::default()));
     let state = HostState {
         allow_list: shared.allow_list.clone(),
         verbose: shared.verbose,
@@ -225,34 +213,16 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         let (policy, api) = load(&shared)?;
         let mut failed = false;
         for with_policy in [true, false] {
-            let mut admit_policy = PolicyAdmit {
-                policy: &policy,
-                settings: json!({}),
-            };
-            let mut allow = AllowAll;
-            let admit: &mut dyn Admit = if with_policy {
-                &mut admit_policy
-            } else {
-                &mut allow
-            };
-            let mut sim = Sim::new(seed, api.clone(), admit, true);
-            let metrics = sim.run()?;
-            println!(
-                "seed {seed} {} the policy: {}",
-                if with_policy { "with" } else { "without" },
-                sim.scenario().describe()
-            );
-            for line in sim.take_trace() {
+            let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
+            let with = if with_policy { "with" } else { "without" };
+            println!("seed {seed} {with} the policy: {}", sc.describe());
+            for line in trace {
                 println!("  {line}");
             }
             println!("  => {metrics:?}\n");
-            failed |= with_policy && metrics.failed(sim.scenario().deployer);
+            failed |= with_policy && metrics.failed(sc.deployer);
         }
-        return Ok(if failed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        });
+        return Ok(ExitCode::from(u8::from(failed)));
     }
 
     let jobs = args
@@ -263,82 +233,57 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     let end = args.first_seed + args.seeds;
     let totals = Mutex::new(Totals::default());
     let started = Instant::now();
-    let results: Vec<Result<()>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    let (policy, api) = load(&shared)?;
-                    let mut local = Totals::default();
-                    loop {
-                        let seed = next.fetch_add(1, Ordering::Relaxed);
-                        if seed >= end {
-                            break;
-                        }
-                        let mut admit = PolicyAdmit {
-                            policy: &policy,
-                            settings: json!({}),
-                        };
-                        let mut sim = Sim::new(seed, api.clone(), &mut admit, false);
-                        let with = sim.run()?;
-                        let scenario = sim.scenario().clone();
-                        let mut allow = AllowAll;
-                        let without = Sim::new(seed, api.clone(), &mut allow, false).run()?;
-                        if with.failed(scenario.deployer) {
-                            local.failing.insert(seed);
-                        }
-                        local.add(&scenario, &with, &without);
-                    }
-                    totals
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .merge(local);
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a simulation worker panicked")))
-            })
-            .collect()
-    });
-    for r in results {
-        r?;
-    }
+    std::thread::scope(|scope| -> Result<()> {
+        let worker = || -> Result<()> {
+            let (policy, api) = load(&shared)?;
+            let mut local = Totals::default();
+            loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    break;
+                }
+                let (sc, with, _) = run_seed(Some(&policy), &api, seed, false)?;
+                let (_, without, _) = run_seed(None, &api, seed, false)?;
+                if with.failed(sc.deployer) {
+                    local.failing.insert(seed);
+                }
+                local.add(&sc, with, without);
+            }
+            lock(&totals).merge(local);
+            Ok(())
+        };
+        let handles: Vec<_> = (0..jobs).map(|_| scope.spawn(worker)).collect();
+        for h in handles {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow!("a simulation worker panicked")))?;
+        }
+        Ok(())
+    })?;
     let elapsed = started.elapsed().as_secs_f64();
-    let totals = totals
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let totals = totals.into_inner().unwrap_or_else(PoisonError::into_inner);
     print_table(&args, &totals, elapsed, jobs);
 
-    if !totals.failing.is_empty() {
-        let (policy, api) = load(&shared)?;
-        println!(
-            "\nFAILED with the policy: {} seed(s): {:?}",
-            totals.failing.len(),
-            totals.failing.iter().take(50).collect::<Vec<_>>()
-        );
-        for seed in totals.failing.iter().take(args.show_failures) {
-            let mut admit = PolicyAdmit {
-                policy: &policy,
-                settings: json!({}),
-            };
-            let mut sim = Sim::new(*seed, api.clone(), &mut admit, true);
-            let metrics = sim.run()?;
-            println!(
-                "\nseed {seed}: {}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
-                sim.scenario().describe(),
-                args.policy
-            );
-            for line in sim.take_trace() {
-                println!("  {line}");
-            }
-        }
-        return Ok(ExitCode::from(1));
+    if totals.failing.is_empty() {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    let (policy, api) = load(&shared)?;
+    println!(
+        "\nFAILED with the policy: {} seed(s): {:?}",
+        totals.failing.len(),
+        totals.failing.iter().take(50).collect::<Vec<_>>()
+    );
+    for &seed in totals.failing.iter().take(args.show_failures) {
+        let (sc, metrics, trace) = run_seed(Some(&policy), &api, seed, true)?;
+        println!(
+            "\nseed {seed}: {}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
+            sc.describe(),
+            args.policy
+        );
+        for line in trace {
+            println!("  {line}");
+        }
+    }
+    Ok(ExitCode::from(1))
 }
 
 /// A table row: label, the value of a run's metrics, whether it must be 0 with the policy.
@@ -387,16 +332,20 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
         args.first_seed + args.seeds,
-        t.runs * 2,
+        t.all.seeds * 2,
         args.policy
     );
     println!();
     println!("| metric | with policy | without policy |");
     println!("|---|---:|---:|");
     for (label, get, rule) in rows {
-        println!("| {label}{rule} | {} | {} |", get(&t.with), get(&t.without));
+        println!(
+            "| {label}{rule} | {} | {} |",
+            get(&t.all.with),
+            get(&t.all.without)
+        );
     }
-    println!("| host calls | {} | 0 |", t.with.host_calls);
+    println!("| host calls | {} | 0 |", t.all.with.host_calls);
     println!();
     println!("Per flow, with / without the policy (leaks: * = explained, see below):");
     println!();
@@ -430,7 +379,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     println!();
     println!(
         "{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
-        t.runs * 2,
-        (t.runs * 2) as f64 / elapsed.max(1e-9)
+        t.all.seeds * 2,
+        (t.all.seeds * 2) as f64 / elapsed.max(1e-9)
     );
 }
