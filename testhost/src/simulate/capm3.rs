@@ -4,7 +4,7 @@
 //! plane's current infrastructureRef (same file @v1.13.0, PR 3168). A template not found means no
 //! reuse; no decision at all while the Cluster is being deleted.
 
-use super::api::{Kind, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {

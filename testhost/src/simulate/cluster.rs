@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj};
+use super::objects::{Kind, Obj};
 use super::sim::*;
 
 impl Sim<'_> {

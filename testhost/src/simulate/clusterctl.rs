@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::api::{lock, Kind, Spec, DELETE_FOR_MOVE};
+use super::api::lock;
+use super::objects::{Kind, Spec, DELETE_FOR_MOVE};
 use super::sim::*;
 
 impl Sim<'_> {

@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Spec};
+use super::objects::{Kind, Obj, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -70,5 +70,22 @@ impl Sim<'_> {
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenario::{Deployer, Lifecycle};
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
+        let stuck: u64 = [Deployer::Keep, Deployer::Helm3, Deployer::Helm4]
+            .into_iter()
+            .flat_map(|d| seeds(d, Lifecycle::NamespaceDeletion))
+            .filter(|seed| scenario(*seed).cp_needs_template_on_delete)
+            .map(|seed| run(seed, false).0.stuck)
+            .sum();
+        assert!(stuck > 0);
     }
 }

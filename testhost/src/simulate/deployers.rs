@@ -4,14 +4,14 @@
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Ref, Spec, CLEANUP_LABEL};
+use super::objects::{Kind, Obj, Ref, Spec, CLEANUP_LABEL};
 use super::scenario::*;
 use super::sim::*;
 
 impl Sim<'_> {
     pub(super) fn deployer(&mut self) -> Result<Option<u64>> {
         match self.deploy.clone() {
-            DeployPhase::Apply | DeployPhase::Reapply { .. }
+            DeployPhase::Apply | DeployPhase::Reapply(_)
                 if self.read(|s| s.namespace_terminating) =>
             {
                 // a terminating namespace refuses the creates: the upgrade fails at once
@@ -22,19 +22,19 @@ impl Sim<'_> {
                 let before = self.release_objects();
                 self.apply_upgrade();
                 self.revisions = Some((before, self.release_objects(), self.retired.clone()));
-                self.deploy = DeployPhase::Delete { attempt: 0 };
+                self.deploy = DeployPhase::Delete(0);
                 Ok(Some(self.rng.range(1, 5)))
             }
-            DeployPhase::Reapply { attempt } => {
+            DeployPhase::Reapply(attempt) => {
                 if let Some((_, after, retired)) = self.revisions.clone() {
                     self.install(&after);
                     self.retired = retired;
                     self.ev(|| "helm-controller: upgrade applied again".to_string());
                 }
-                self.deploy = DeployPhase::Delete { attempt };
+                self.deploy = DeployPhase::Delete(attempt);
                 Ok(Some(self.rng.range(1, 5)))
             }
-            DeployPhase::Delete { attempt } => self.delete_retired(attempt),
+            DeployPhase::Delete(attempt) => self.delete_retired(attempt),
             DeployPhase::Done => Ok(None),
         }
     }
@@ -92,9 +92,7 @@ impl Sim<'_> {
                 if attempt < 2 && !self.read(|s| s.namespace_terminating) =>
             {
                 self.rollback(user)?;
-                self.deploy = DeployPhase::Reapply {
-                    attempt: attempt + 1,
-                };
+                self.deploy = DeployPhase::Reapply(attempt + 1);
                 self.m.retries += 1;
                 return Ok(Some(self.rng.range(60, 300)));
             }
@@ -110,9 +108,7 @@ impl Sim<'_> {
         };
         if retry.is_some() {
             self.m.retries += 1;
-            self.deploy = DeployPhase::Delete {
-                attempt: attempt + 1,
-            };
+            self.deploy = DeployPhase::Delete(attempt + 1);
             return Ok(retry);
         }
         let why = format!("{} gave up the delete", deployer.label());
@@ -260,5 +256,30 @@ impl Sim<'_> {
             self.delete(r.kind, &r.name, user)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenario::{Deployer, Lifecycle};
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
+        let lost: u64 = seeds(Deployer::Helm3, Lifecycle::None)
+            .map(|s| run(s, false).0.lost)
+            .sum();
+        assert!(lost > 0);
+    }
+
+    #[test]
+    fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
+        for seed in seeds(Deployer::Argo, Lifecycle::None) {
+            let (metrics, trace) = run(seed, false);
+            assert_eq!(metrics.lost, 0, "seed {seed}");
+            assert!(!trace
+                .iter()
+                .any(|l| l.contains("argocd-application-controller: DELETE")));
+        }
     }
 }

@@ -2,13 +2,16 @@
 //! the number of its machines, deleting ones included, and is written on every reconcile, also
 //! while the MachineSet is being deleted (internal/controllers/machineset/machineset_controller.go
 //! and machineset_controller_status.go@v1.12.0): the policy reads it to keep a node-reuse
-//! template while the MachineSet still has machines.
+//! template while the MachineSet still has machines. And the Metal3Machines the MachineSet and
+//! control-plane controllers create, through the mutation.
 
 use std::collections::BTreeSet;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
+use serde_json::Value;
 
-use super::api::{Kind, Obj, Ref, Spec};
+use super::api::{lock, render};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -64,6 +67,99 @@ impl Sim<'_> {
             }
         }
         did
+    }
+
+    /// A Machine and its Metal3Machine for `owner`, cloned from `template`; `ready` machines are
+    /// provisioned already. True when it was created.
+    pub(super) fn create_machine(
+        &mut self,
+        owner: (Kind, String),
+        template: &Ref,
+        ready: bool,
+    ) -> Result<bool> {
+        let Some(Spec::Template {
+            node_reuse,
+            cleaning,
+        }) = self.spec(template.kind, &template.name)
+        else {
+            return Ok(false);
+        };
+        let name = self.name(&owner.1);
+        let ready_at = if ready {
+            0
+        } else {
+            self.now + self.rng.range(180, 900)
+        };
+        let intent = node_reuse;
+        let spec = Spec::Metal3Machine {
+            cleaning,
+            ready_at,
+            intent,
+        };
+        let mut m = Obj::new(Kind::Metal3Machine, name, spec);
+        m.set_cloned_from(template);
+        m.labels.insert(CLUSTER_NAME_LABEL.into(), CLUSTER.into());
+        m.finalizers.insert(M3M_FINALIZER.into());
+        m.controller = Some(owner);
+        self.create_metal3machine(0, m)
+    }
+
+    /// The CREATE of a Metal3Machine in `store` (1: the target of a move), through the mutation.
+    pub(super) fn create_metal3machine(&mut self, store: usize, mut obj: Obj) -> Result<bool> {
+        let template = Ref::new(
+            Kind::Metal3MachineTemplate,
+            obj.cloned_from().cloned().unwrap_or_default(),
+        );
+        let version = self.served_version(Kind::Metal3Machine);
+        let mut value = render(&obj, version, &self.sc.release);
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            // not assigned yet on CREATE
+            for key in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "generation",
+                "managedFields",
+            ] {
+                meta.remove(key);
+            }
+        }
+        let name = obj.name.clone();
+        lock(&self.api).active = store;
+        let user = "system:serviceaccount:capi-system:capi-manager";
+        let verdict = self.admit("CREATE", (&obj, value.clone()), version, user);
+        lock(&self.api).active = 0;
+        let verdict = verdict?;
+        if !verdict.allowed {
+            self.m.refused_creates += 1;
+            self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {}", verdict.message));
+            return Ok(false);
+        }
+        if let Some(patch) = &verdict.patch {
+            json_patch::patch(&mut value, patch)
+                .map_err(|e| anyhow!("the policy's patch does not apply to {name}: {e}"))?;
+            self.m.mutations += 1;
+            if let Some(ann) = value["metadata"]["annotations"].as_object() {
+                obj.annotations = ann
+                    .iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect();
+            }
+            if let Spec::Metal3Machine { cleaning, .. } = &mut obj.spec {
+                *cleaning = value["spec"]["automatedCleaningMode"]
+                    .as_str()
+                    .map(str::to_string);
+            }
+        }
+        let now = self.now;
+        let created = lock(&self.api).stores[store].create(obj, now);
+        let terminating = if created {
+            ""
+        } else {
+            " (namespace terminating)"
+        };
+        self.ev(|| format!("CREATE Metal3Machine {name} from {template}{terminating}"));
+        Ok(created)
     }
 
     pub(super) fn reconcile_ms(&mut self, ms: &str) -> Result<bool> {

@@ -13,6 +13,7 @@ mod controlplane;
 mod deployers;
 mod machinedeployment;
 mod machineset;
+mod objects;
 mod rng;
 mod scenario;
 mod sim;

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 
-use super::api::{Kind, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
+use super::objects::{Kind, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
 use super::rng::Rng;
 use super::sim::*;
 

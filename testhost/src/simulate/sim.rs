@@ -8,10 +8,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 
-use super::api::{lock, render, Api, Kind, Obj, Ref, Spec, Store, NAMESPACE};
+use super::api::{lock, render, Api};
+use super::objects::{Kind, Obj, Ref, Spec, Store, NAMESPACE};
 use super::rng::Rng;
 use super::scenario::{Deployer, Lifecycle, Metrics, Scenario};
 
@@ -75,13 +76,10 @@ pub(super) enum Task {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum DeployPhase {
     Apply,
-    Delete {
-        attempt: u32,
-    },
+    /// Deleting what the upgrade retired; the attempt.
+    Delete(u32),
     /// helm-controller rolled the release back after a failed attempt; the upgrade runs again.
-    Reapply {
-        attempt: u32,
-    },
+    Reapply(u32),
     Done,
 }
 
@@ -244,7 +242,7 @@ impl<'a> Sim<'a> {
 
     /// The AdmissionReview request of a guarded DELETE or CREATE of `obj` by `user` (`value`:
     /// `obj` rendered at `version`), sent to the admission chain.
-    fn admit(
+    pub(super) fn admit(
         &mut self,
         operation: &str,
         (obj, value): (&Obj, Value),
@@ -310,99 +308,6 @@ impl<'a> Sim<'a> {
         self.mark_deleted(kind, name);
         self.ev(|| format!("{user}: DELETE {} {name} accepted", kind.name()));
         Ok(true)
-    }
-
-    /// A Machine and its Metal3Machine for `owner`, cloned from `template`; `ready` machines are
-    /// provisioned already. True when it was created.
-    pub(super) fn create_machine(
-        &mut self,
-        owner: (Kind, String),
-        template: &Ref,
-        ready: bool,
-    ) -> Result<bool> {
-        let Some(Spec::Template {
-            node_reuse,
-            cleaning,
-        }) = self.spec(template.kind, &template.name)
-        else {
-            return Ok(false);
-        };
-        let name = self.name(&owner.1);
-        let ready_at = if ready {
-            0
-        } else {
-            self.now + self.rng.range(180, 900)
-        };
-        let intent = node_reuse;
-        let spec = Spec::Metal3Machine {
-            cleaning,
-            ready_at,
-            intent,
-        };
-        let mut m = Obj::new(Kind::Metal3Machine, name, spec);
-        m.set_cloned_from(template);
-        m.labels.insert(CLUSTER_NAME_LABEL.into(), CLUSTER.into());
-        m.finalizers.insert(M3M_FINALIZER.into());
-        m.controller = Some(owner);
-        self.create_metal3machine(0, m)
-    }
-
-    /// The CREATE of a Metal3Machine in `store` (1: the target of a move), through the mutation.
-    pub(super) fn create_metal3machine(&mut self, store: usize, mut obj: Obj) -> Result<bool> {
-        let template = Ref::new(
-            Kind::Metal3MachineTemplate,
-            obj.cloned_from().cloned().unwrap_or_default(),
-        );
-        let version = self.served_version(Kind::Metal3Machine);
-        let mut value = render(&obj, version, &self.sc.release);
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            // not assigned yet on CREATE
-            for key in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "generation",
-                "managedFields",
-            ] {
-                meta.remove(key);
-            }
-        }
-        let name = obj.name.clone();
-        lock(&self.api).active = store;
-        let user = "system:serviceaccount:capi-system:capi-manager";
-        let verdict = self.admit("CREATE", (&obj, value.clone()), version, user);
-        lock(&self.api).active = 0;
-        let verdict = verdict?;
-        if !verdict.allowed {
-            self.m.refused_creates += 1;
-            self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {}", verdict.message));
-            return Ok(false);
-        }
-        if let Some(patch) = &verdict.patch {
-            json_patch::patch(&mut value, patch)
-                .map_err(|e| anyhow!("the policy's patch does not apply to {name}: {e}"))?;
-            self.m.mutations += 1;
-            if let Some(ann) = value["metadata"]["annotations"].as_object() {
-                obj.annotations = ann
-                    .iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect();
-            }
-            if let Spec::Metal3Machine { cleaning, .. } = &mut obj.spec {
-                *cleaning = value["spec"]["automatedCleaningMode"]
-                    .as_str()
-                    .map(str::to_string);
-            }
-        }
-        let now = self.now;
-        let created = lock(&self.api).stores[store].create(obj, now);
-        let terminating = if created {
-            ""
-        } else {
-            " (namespace terminating)"
-        };
-        self.ev(|| format!("CREATE Metal3Machine {name} from {template}{terminating}"));
-        Ok(created)
     }
 
     /// A template a deploy tool or controller will not try to delete again.
@@ -576,13 +481,14 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// What the tests of the actors share: runs of a seed and the seeds of a flow.
 #[cfg(test)]
-mod tests {
+pub(super) mod testing {
     use super::*;
 
     /// A run of `seed` without the policy, or refusing every template DELETE (as the policy does
     /// for templates in use).
-    fn run(seed: u64, refuse_deletes: bool) -> (Metrics, Vec<String>) {
+    pub fn run(seed: u64, refuse_deletes: bool) -> (Metrics, Vec<String>) {
         let mut admit = |request: &Value| {
             Ok(Verdict {
                 allowed: !refuse_deletes || request["operation"] != "DELETE",
@@ -595,12 +501,12 @@ mod tests {
         (metrics, sim.take_trace())
     }
 
-    fn scenario(seed: u64) -> Scenario {
+    pub fn scenario(seed: u64) -> Scenario {
         Scenario::generate(seed, &mut Rng::new(seed))
     }
 
     /// The index of a seed's flow: deployer, then lifecycle.
-    fn flow(deployer: Deployer, lifecycle: Lifecycle) -> u64 {
+    pub fn flow(deployer: Deployer, lifecycle: Lifecycle) -> u64 {
         let d = Deployer::ALL
             .iter()
             .position(|x| x.label() == deployer.label());
@@ -609,7 +515,7 @@ mod tests {
     }
 
     /// 20 seeds of a flow.
-    fn seeds(deployer: Deployer, lifecycle: Lifecycle) -> impl Iterator<Item = u64> {
+    pub fn seeds(deployer: Deployer, lifecycle: Lifecycle) -> impl Iterator<Item = u64> {
         let flows = (Deployer::ALL.len() * Lifecycle::ALL.len()) as u64;
         (0..20).map(move |i| i * flows + flow(deployer, lifecycle))
     }
@@ -632,52 +538,5 @@ mod tests {
             let label = |seed| scenario(seed).deployer.label();
             assert!(seeds(d, Lifecycle::Move).all(|seed| label(seed) == d.label()));
         }
-    }
-
-    #[test]
-    fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
-        let lost: u64 = seeds(Deployer::Helm3, Lifecycle::None)
-            .map(|s| run(s, false).0.lost)
-            .sum();
-        assert!(lost > 0);
-    }
-
-    #[test]
-    fn the_topology_deletes_an_old_control_plane_template_once_and_leaks_it_when_refused() {
-        let mut leaked = 0;
-        for seed in seeds(Deployer::Topology, Lifecycle::None) {
-            let (metrics, trace) = run(seed, true);
-            let count = |text: &str| trace.iter().filter(|l| l.contains(text)).count();
-            // one attempt per rotation, never a retry
-            assert_eq!(
-                count("topology: DELETE Metal3MachineTemplate edge-a-cp"),
-                count("topology: control plane now uses"),
-                "seed {seed}"
-            );
-            leaked += metrics.leaked;
-        }
-        assert!(leaked > 0);
-    }
-
-    #[test]
-    fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
-        for seed in seeds(Deployer::Argo, Lifecycle::None) {
-            let (metrics, trace) = run(seed, false);
-            assert_eq!(metrics.lost, 0, "seed {seed}");
-            assert!(!trace
-                .iter()
-                .any(|l| l.contains("argocd-application-controller: DELETE")));
-        }
-    }
-
-    #[test]
-    fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
-        let stuck: u64 = [Deployer::Keep, Deployer::Helm3, Deployer::Helm4]
-            .into_iter()
-            .flat_map(|d| seeds(d, Lifecycle::NamespaceDeletion))
-            .filter(|seed| scenario(*seed).cp_needs_template_on_delete)
-            .map(|seed| run(seed, false).0.stuck)
-            .sum();
-        assert!(stuck > 0);
     }
 }

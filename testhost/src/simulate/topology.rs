@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -129,5 +129,28 @@ impl Sim<'_> {
             self.write(|s| s.drop_finalizer(obj.kind, &obj.name, finalizer));
         }
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenario::{Deployer, Lifecycle};
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn the_topology_deletes_an_old_control_plane_template_once_and_leaks_it_when_refused() {
+        let mut leaked = 0;
+        for seed in seeds(Deployer::Topology, Lifecycle::None) {
+            let (metrics, trace) = run(seed, true);
+            let count = |text: &str| trace.iter().filter(|l| l.contains(text)).count();
+            // one attempt per rotation, never a retry
+            assert_eq!(
+                count("topology: DELETE Metal3MachineTemplate edge-a-cp"),
+                count("topology: control plane now uses"),
+                "seed {seed}"
+            );
+            leaked += metrics.leaked;
+        }
+        assert!(leaked > 0);
     }
 }

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use super::api::{lock, Kind, Obj, Ref, Spec, Store};
+use super::api::lock;
+use super::objects::{Kind, Obj, Ref, Spec, Store};
 use super::scenario::*;
 use super::sim::*;
 
