@@ -34,7 +34,6 @@ use serde_json::{json, Value};
 use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
-use crate::metadata::ContextAwareResource;
 
 use api::{lock, Api, SimHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
@@ -144,21 +143,17 @@ struct Totals {
 
 impl Totals {
     fn add(&mut self, sc: &Scenario, with: Metrics, without: Metrics) {
-        let deployer = Deployer::ALL
-            .iter()
-            .position(|d| d.label() == sc.deployer.label())
-            .unwrap_or(0);
-        let lifecycle = Lifecycle::ALL
-            .iter()
-            .position(|l| *l == sc.lifecycle)
-            .unwrap_or(0);
         let run = Flow {
             seeds: 1,
             with,
             without,
             explained: sc.deployer.explained_leak(),
         };
-        let key = (deployer, sc.deployer.name(), lifecycle);
+        let key = (
+            sc.deployer.index(),
+            sc.deployer.name(),
+            sc.lifecycle as usize,
+        );
         self.flows.entry(key).or_default().add(&run);
         self.all.add(&run);
     }
@@ -172,46 +167,32 @@ impl Totals {
     }
 }
 
-struct Shared {
-    wasm: Vec<u8>,
-    origin: String,
-    allow_list: BTreeSet<ContextAwareResource>,
-    enable_cache: bool,
-    verbose: bool,
-}
-
-fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
-    let api = Arc::new(Mutex::new(Api::default()));
-    let state = HostState {
-        allow_list: shared.allow_list.clone(),
-        verbose: shared.verbose,
-        responder: Some(Box::new(SimHost { api: api.clone() })),
-        ..Default::default()
-    };
-    let policy = Policy::load(&shared.wasm, &shared.origin, shared.enable_cache, state)?;
-    let validation = policy.validate_settings(&json!({}));
-    if !validation.valid {
-        bail!(
-            "the policy refuses its default settings {{}}: {}",
-            validation.message.unwrap_or_default()
-        );
-    }
-    Ok((policy, api))
-}
-
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     let module = PolicyModule::open(&args.policy, args.metadata.as_deref(), None)?;
     let allow_list = module.allow_list(true);
-    let shared = Shared {
-        wasm: module.wasm,
-        origin: module.origin,
-        allow_list,
-        enable_cache: !args.disable_wasmtime_cache,
-        verbose,
+    // the module as one worker loads it, answered from its own simulated cluster
+    let load = || -> Result<(Policy, Arc<Mutex<Api>>)> {
+        let api = Arc::new(Mutex::new(Api::default()));
+        let state = HostState {
+            allow_list: allow_list.clone(),
+            verbose,
+            responder: Some(Box::new(SimHost { api: api.clone() })),
+            ..Default::default()
+        };
+        let cache = !args.disable_wasmtime_cache;
+        let policy = Policy::load(&module.wasm, &module.origin, cache, state)?;
+        let validation = policy.validate_settings(&json!({}));
+        if !validation.valid {
+            bail!(
+                "the policy refuses its default settings {{}}: {}",
+                validation.message.unwrap_or_default()
+            );
+        }
+        Ok((policy, api))
     };
 
     if let Some(seed) = args.seed {
-        let (policy, api) = load(&shared)?;
+        let (policy, api) = load()?;
         let mut failed = false;
         for with_policy in [true, false] {
             let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
@@ -236,7 +217,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     let started = Instant::now();
     std::thread::scope(|scope| -> Result<()> {
         let worker = || -> Result<()> {
-            let (policy, api) = load(&shared)?;
+            let (policy, api) = load()?;
             let mut local = Totals::default();
             loop {
                 let seed = next.fetch_add(1, Ordering::Relaxed);
@@ -267,7 +248,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     if totals.failing.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    let (policy, api) = load(&shared)?;
+    let (policy, api) = load()?;
     println!(
         "\nFAILED with the policy: {} seed(s): {:?}",
         totals.failing.len(),

@@ -51,6 +51,12 @@ impl Deployer {
         }
     }
 
+    /// Its place in [`Deployer::ALL`] (either variant).
+    pub fn index(self) -> usize {
+        let same = |d: &Deployer| d.label() == self.label();
+        Deployer::ALL.iter().position(same).unwrap_or(0)
+    }
+
     /// The label, with the variant the seed drew.
     pub fn name(self) -> &'static str {
         match self {
@@ -77,6 +83,7 @@ impl Deployer {
     }
 }
 
+/// In the order of [`Lifecycle::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifecycle {
     /// The upgrade alone.

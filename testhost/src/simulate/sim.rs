@@ -505,13 +505,9 @@ pub(super) mod testing {
         Scenario::generate(seed, &mut Rng::new(seed))
     }
 
-    /// The index of a seed's flow: deployer, then lifecycle.
+    /// The index of a flow: deployer, then lifecycle.
     pub fn flow(deployer: Deployer, lifecycle: Lifecycle) -> u64 {
-        let d = Deployer::ALL
-            .iter()
-            .position(|x| x.label() == deployer.label());
-        let l = Lifecycle::ALL.iter().position(|x| *x == lifecycle);
-        (l.unwrap() * Deployer::ALL.len() + d.unwrap()) as u64
+        (lifecycle as usize * Deployer::ALL.len() + deployer.index()) as u64
     }
 
     /// 20 seeds of a flow.
