@@ -30,6 +30,8 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
+use tabled::builder::Builder;
+use tabled::settings::{object::Columns, Alignment, Style};
 
 use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
@@ -268,48 +270,61 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
-/// A table row: label, the value of a run's metrics, whether it must be 0 with the policy.
-type Row = (&'static str, fn(&Metrics) -> u64, &'static str);
+/// `rows` (the header first) as a Markdown table.
+fn markdown(rows: Vec<Vec<String>>) -> String {
+    let mut table = Builder::from(rows).build();
+    table.with(Style::markdown());
+    table.modify(Columns::new(1..), Alignment::right());
+    table.to_string()
+}
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let rows: [Row; 12] = [
-        ("node-reuse decisions lost", |m| m.lost, " (must be 0)"),
+    let metrics: [(&str, fn(&Metrics) -> u64); 12] = [
+        ("node-reuse decisions lost (must be 0)", |m| m.lost),
+        ("missing-template reconcile errors (must be 0)", |m| {
+            m.missing
+        }),
+        ("stuck flows (must be 0)", |m| m.stuck),
         (
-            "missing-template reconcile errors",
-            |m| m.missing,
-            " (must be 0)",
-        ),
-        ("stuck flows", |m| m.stuck, " (must be 0)"),
-        (
-            "templates leaked: a delete given up or never made",
+            "templates leaked: a delete given up or never made (explained flows only)",
             |m| m.leaked,
-            " (explained flows only)",
         ),
         (
-            "templates left at the end, nothing collected them",
+            "templates left at the end, nothing collected them (must be 0)",
             |m| m.left,
-            " (must be 0)",
         ),
-        (
-            "refused Metal3Machine creates",
-            |m| m.refused_creates,
-            " (must be 0)",
-        ),
-        ("refused deletes", |m| m.refused, ""),
+        ("refused Metal3Machine creates (must be 0)", |m| {
+            m.refused_creates
+        }),
+        ("refused deletes", |m| m.refused),
         (
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
-            "",
         ),
-        ("retries", |m| m.retries, ""),
-        ("node-reuse decisions made", |m| m.decisions, ""),
-        ("Metal3Machines annotated", |m| m.mutations, ""),
-        (
-            "guarded requests (evaluations, with the policy)",
-            |m| m.admissions,
-            "",
-        ),
+        ("retries", |m| m.retries),
+        ("node-reuse decisions made", |m| m.decisions),
+        ("Metal3Machines annotated", |m| m.mutations),
+        ("guarded requests (evaluations, with the policy)", |m| {
+            m.admissions
+        }),
     ];
+    let header = ["metric", "with policy", "without policy"];
+    let rows = (metrics.iter())
+        .map(|(label, get)| {
+            [
+                label.to_string(),
+                get(&t.all.with).to_string(),
+                get(&t.all.without).to_string(),
+            ]
+        })
+        .chain([[
+            "host calls".into(),
+            t.all.with.host_calls.to_string(),
+            "0".into(),
+        ]]);
+    let totals = std::iter::once(header.map(String::from))
+        .chain(rows)
+        .map(Vec::from);
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
@@ -317,37 +332,22 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         t.all.seeds * 2,
         args.policy
     );
-    println!();
-    println!("| metric | with policy | without policy |");
-    println!("|---|---:|---:|");
-    for (label, get, rule) in rows {
-        println!(
-            "| {label}{rule} | {} | {} |",
-            get(&t.all.with),
-            get(&t.all.without)
-        );
-    }
-    println!("| host calls | {} | 0 |", t.all.with.host_calls);
-    println!();
-    println!("Per flow, with / without the policy (leaks: * = explained, see below):");
-    println!();
-    println!("| flow | seeds | lost | stuck | leaked |");
-    println!("|---|---:|---:|---:|---:|");
-    for ((_, deployer, l), f) in &t.flows {
-        println!(
-            "| {deployer} {} | {} | {} / {} | {} / {} | {} / {}{} |",
-            Lifecycle::ALL.get(*l).map_or("?", |x| x.label()),
-            f.seeds,
-            f.with.lost,
-            f.without.lost,
-            f.with.stuck,
-            f.without.stuck,
-            f.with.leaked,
-            f.without.leaked,
-            if f.explained.is_some() { " *" } else { "" },
-        );
-    }
-    println!();
+    println!("\n{}\n", markdown(totals.collect()));
+    println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
+    let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
+    let flows = t.flows.iter().map(|((_, deployer, l), f)| {
+        let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
+        let star = if f.explained.is_some() { " *" } else { "" };
+        [
+            format!("{deployer} {lifecycle}"),
+            f.seeds.to_string(),
+            format!("{} / {}", f.with.lost, f.without.lost),
+            format!("{} / {}", f.with.stuck, f.without.stuck),
+            format!("{} / {}{star}", f.with.leaked, f.without.leaked),
+        ]
+    });
+    let flows = std::iter::once(header).chain(flows).map(Vec::from);
+    println!("{}\n", markdown(flows.collect()));
     println!("Explained leaks (allowed in these flows only; the clean-up job collects them):");
     let variants = [
         Deployer::Flux { retries: true },
@@ -358,9 +358,8 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
             println!("  {}: {why}", d.name());
         }
     }
-    println!();
     println!(
-        "{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
+        "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
         t.all.seeds * 2,
         (t.all.seeds * 2) as f64 / elapsed.max(1e-9)
     );
