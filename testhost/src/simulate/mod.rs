@@ -279,52 +279,43 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 }
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let metrics: [(&str, fn(&Metrics) -> u64); 12] = [
-        ("node-reuse decisions lost (must be 0)", |m| m.lost),
-        ("missing-template reconcile errors (must be 0)", |m| {
+    let row = |label: &str, get: fn(&Metrics) -> u64| {
+        let (with, without) = (get(&t.all.with), get(&t.all.without));
+        vec![label.to_string(), with.to_string(), without.to_string()]
+    };
+    let totals = vec![
+        ["metric", "with policy", "without policy"]
+            .map(String::from)
+            .to_vec(),
+        row("node-reuse decisions lost (must be 0)", |m| m.lost),
+        row("missing-template reconcile errors (must be 0)", |m| {
             m.missing
         }),
-        ("stuck flows (must be 0)", |m| m.stuck),
-        (
+        row("stuck flows (must be 0)", |m| m.stuck),
+        row(
             "templates leaked: a delete given up or never made (explained flows only)",
             |m| m.leaked,
         ),
-        (
+        row(
             "templates left at the end, nothing collected them (must be 0)",
             |m| m.left,
         ),
-        ("refused Metal3Machine creates (must be 0)", |m| {
+        row("refused Metal3Machine creates (must be 0)", |m| {
             m.refused_creates
         }),
-        ("refused deletes", |m| m.refused),
-        (
+        row("refused deletes", |m| m.refused),
+        row(
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
         ),
-        ("retries", |m| m.retries),
-        ("node-reuse decisions made", |m| m.decisions),
-        ("Metal3Machines annotated", |m| m.mutations),
-        ("guarded requests (evaluations, with the policy)", |m| {
+        row("retries", |m| m.retries),
+        row("node-reuse decisions made", |m| m.decisions),
+        row("Metal3Machines annotated", |m| m.mutations),
+        row("guarded requests (evaluations, with the policy)", |m| {
             m.admissions
         }),
+        row("host calls", |m| m.host_calls),
     ];
-    let header = ["metric", "with policy", "without policy"];
-    let rows = (metrics.iter())
-        .map(|(label, get)| {
-            [
-                label.to_string(),
-                get(&t.all.with).to_string(),
-                get(&t.all.without).to_string(),
-            ]
-        })
-        .chain([[
-            "host calls".into(),
-            t.all.with.host_calls.to_string(),
-            "0".into(),
-        ]]);
-    let totals = std::iter::once(header.map(String::from))
-        .chain(rows)
-        .map(Vec::from);
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
@@ -332,7 +323,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         t.all.seeds * 2,
         args.policy
     );
-    println!("\n{}\n", markdown(totals.collect()));
+    println!("\n{}\n", markdown(totals));
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
     let flows = t.flows.iter().map(|((_, deployer, l), f)| {
