@@ -123,7 +123,6 @@ struct Flow {
     seeds: u64,
     with: Metrics,
     without: Metrics,
-    explained: Option<&'static str>,
 }
 
 impl Flow {
@@ -131,7 +130,6 @@ impl Flow {
         self.seeds += other.seeds;
         self.with.add(&other.with);
         self.without.add(&other.without);
-        self.explained = other.explained;
     }
 }
 
@@ -140,7 +138,7 @@ struct Totals {
     all: Flow,
     failing: BTreeSet<u64>,
     /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
-    flows: BTreeMap<(usize, &'static str, usize), Flow>,
+    flows: BTreeMap<(usize, Deployer, usize), Flow>,
 }
 
 impl Totals {
@@ -149,13 +147,8 @@ impl Totals {
             seeds: 1,
             with,
             without,
-            explained: sc.deployer.explained_leak(),
         };
-        let key = (
-            sc.deployer.index(),
-            sc.deployer.name(),
-            sc.lifecycle as usize,
-        );
+        let key = (sc.deployer.index(), sc.deployer, sc.lifecycle as usize);
         self.flows.entry(key).or_default().add(&run);
         self.all.add(&run);
     }
@@ -328,9 +321,13 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
     let flows = t.flows.iter().map(|((_, deployer, l), f)| {
         let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
-        let star = if f.explained.is_some() { " *" } else { "" };
+        let star = if deployer.explained_leak().is_some() {
+            " *"
+        } else {
+            ""
+        };
         [
-            format!("{deployer} {lifecycle}"),
+            format!("{} {lifecycle}", deployer.name()),
             f.seeds.to_string(),
             format!("{} / {}", f.with.lost, f.without.lost),
             format!("{} / {}", f.with.stuck, f.without.stuck),

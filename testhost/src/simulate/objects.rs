@@ -4,8 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::kube;
-
 pub const NAMESPACE: &str = "edge-sites";
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
@@ -100,15 +98,6 @@ impl Kind {
 
     pub fn name(self) -> &'static str {
         self.installed().1
-    }
-
-    pub fn plural(self) -> String {
-        kube::plural(self.name())
-    }
-
-    /// `<Kind>.<group>`, as the cloned-from annotation names it.
-    pub fn group_kind(self) -> String {
-        format!("{}.{}", self.name(), self.group())
     }
 
     pub fn is_template(self) -> bool {
@@ -318,8 +307,9 @@ impl Obj {
     pub fn set_cloned_from(&mut self, source: &Ref) {
         self.annotations
             .insert(CLONED_FROM_NAME.into(), source.name.clone());
+        let group_kind = format!("{}.{}", source.kind.name(), source.kind.group());
         self.annotations
-            .insert(CLONED_FROM_GROUPKIND.into(), source.kind.group_kind());
+            .insert(CLONED_FROM_GROUPKIND.into(), group_kind);
     }
 
     /// Whether its controller owner is `kind` (named `name`, when given).
@@ -353,6 +343,11 @@ impl Store {
 
     pub fn exists(&self, r: &Ref) -> bool {
         self.get(r.kind, &r.name).is_some()
+    }
+
+    /// Whether the template `r` is a copy of the class template `source`.
+    pub fn is_copy_of(&self, r: &Ref, source: &Ref) -> bool {
+        self.get(r.kind, &r.name).and_then(Obj::cloned_from) == Some(&source.name)
     }
 
     pub fn of_kind(&self, kind: Kind) -> impl Iterator<Item = &Obj> {

@@ -7,7 +7,8 @@ use super::objects::{Kind, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
 use super::rng::Rng;
 use super::sim::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered as its variants are listed, `retries: false` first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Deployer {
     /// Helm 3: deletes retired templates once; a refused delete is forgotten.
     Helm3,
@@ -263,19 +264,11 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn add(&mut self, o: &Metrics) {
-        self.decisions += o.decisions;
-        self.lost += o.lost;
-        self.missing += o.missing;
-        self.stuck += o.stuck;
-        self.leaked += o.leaked;
-        self.left += o.left;
-        self.refused += o.refused;
-        self.retries += o.retries;
-        self.refused_creates += o.refused_creates;
-        self.missing_cluster_deleting += o.missing_cluster_deleting;
-        self.admissions += o.admissions;
-        self.mutations += o.mutations;
-        self.host_calls += o.host_calls;
+        macro_rules! add {
+            ($($field:ident)*) => { $(self.$field += o.$field;)* };
+        }
+        add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
+        add!(refused_creates admissions mutations host_calls);
     }
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.

@@ -15,6 +15,7 @@ use super::api::{lock, render, Api};
 use super::objects::{Kind, Obj, Ref, Spec, Store, NAMESPACE};
 use super::rng::Rng;
 use super::scenario::{Deployer, Lifecycle, Metrics, Scenario};
+use crate::kube;
 
 pub(super) const CLUSTER: &str = "edge-a";
 /// The control plane's name.
@@ -252,7 +253,7 @@ impl<'a> Sim<'a> {
         self.names += 1;
         let kind = obj.kind;
         let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
-        let gvr = json!({"group": kind.group(), "version": version, "resource": kind.plural()});
+        let gvr = json!({"group": kind.group(), "version": version, "resource": kube::plural(kind.name())});
         let (key, options) = if operation == "DELETE" {
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
             ("oldObject", options)

@@ -28,10 +28,7 @@ impl Sim<'_> {
         if !ok {
             return Ok(false);
         }
-        // whether the copy `r` is cloned from the class template `source`
-        let copies = |sim: &Self, r: &Ref, source: &Ref| {
-            sim.read(|s| s.get(r.kind, &r.name).and_then(Obj::cloned_from) == Some(&source.name))
-        };
+        let copies = |sim: &Self, r: &Ref, source: &Ref| sim.read(|s| s.is_copy_of(r, source));
         if let Some(current) = self.cp_infra(true).filter(|r| !copies(self, r, &cp_infra)) {
             if let Some(new) = self.copy_of(&cp_infra, CP) {
                 self.point_control_plane(&new);

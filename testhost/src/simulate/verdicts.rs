@@ -66,15 +66,11 @@ impl Sim<'_> {
             else {
                 return true;
             };
-            // whether the copy `r` is cloned from the class template `source`
-            let copies = |r: &Ref, source: &Ref| {
-                s.get(r.kind, &r.name).and_then(Obj::cloned_from) == Some(&source.name)
-            };
             let cp = match s.get(self.sc.cp_kind, CP) {
                 Some(Obj {
                     spec: Spec::ControlPlane { infra, .. },
                     ..
-                }) => copies(infra, cp_infra),
+                }) => s.is_copy_of(infra, cp_infra),
                 _ => true,
             };
             cp && workers.iter().enumerate().all(|(i, w)| {
@@ -86,7 +82,7 @@ impl Sim<'_> {
                             },
                         deleting: None,
                         ..
-                    }) => copies(infra, &w.infra) && copies(bootstrap, &w.bootstrap),
+                    }) => s.is_copy_of(infra, &w.infra) && s.is_copy_of(bootstrap, &w.bootstrap),
                     _ => true,
                 }
             })
