@@ -80,15 +80,14 @@ impl Sim<'_> {
                     self.move_phase = MovePhase::Delete(objs);
                     return Ok(Some(1));
                 }
-                self.move_failed = true;
                 let kind = kind.name();
                 self.ev(|| {
                     format!("clusterctl: gave up deleting {kind} {name}: move failed half done")
                 });
-                self.move_phase = MovePhase::Done;
+                self.move_phase = MovePhase::Failed;
                 Ok(None)
             }
-            MovePhase::Done => Ok(None),
+            MovePhase::Done | MovePhase::Failed => Ok(None),
         }
     }
 }

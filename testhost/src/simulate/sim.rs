@@ -90,6 +90,8 @@ pub(super) enum MovePhase {
     Create(Vec<(Kind, String)>),
     Delete(Vec<(Kind, String)>),
     Done,
+    /// A delete given up: the move failed half done.
+    Failed,
 }
 
 pub struct Sim<'a> {
@@ -117,7 +119,6 @@ pub struct Sim<'a> {
     pub(super) backoff: BTreeMap<(Task, Kind, String), (u64, u64, u64)>,
     pub(super) missing_seen: BTreeSet<(String, Ref)>,
     pub(super) flow_done: Option<u64>,
-    pub(super) move_failed: bool,
 }
 
 impl<'a> Sim<'a> {
@@ -146,7 +147,6 @@ impl<'a> Sim<'a> {
             backoff: BTreeMap::new(),
             missing_seen: BTreeSet::new(),
             flow_done: None,
-            move_failed: false,
         }
     }
 

@@ -142,9 +142,7 @@ impl Sim<'_> {
                 self.lifecycle_started && self.read(|s| s.objects.is_empty())
             }
             Lifecycle::Move => {
-                self.move_phase == MovePhase::Done
-                    && !self.move_failed
-                    && self.read(|s| s.objects.is_empty())
+                self.move_phase == MovePhase::Done && self.read(|s| s.objects.is_empty())
             }
         }
     }
@@ -156,7 +154,7 @@ impl Sim<'_> {
             self.sc.lifecycle_at
         };
         let done_in_time = self.flow_done.is_some_and(|t| t <= start + FLOW_BOUND);
-        if !done_in_time || self.move_failed {
+        if !done_in_time || self.move_phase == MovePhase::Failed {
             self.m.stuck += 1;
             let why = match self.flow_done {
                 Some(t) => format!("finished only at {t} s"),
