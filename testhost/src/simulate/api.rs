@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{json, Value};
 
+#[cfg(test)]
+use super::objects::MsSpec;
 use super::objects::{installed, Kind, Obj, Ref, Release, Spec, Store, NAMESPACE};
 use crate::host::Responder;
 use crate::kube::{self, Crd};
@@ -259,7 +261,7 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
     let image = "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2";
     let host_selector = json!({"matchLabels": {"edge.example.org/role": "storage-worker"}});
     // the spec a MachineDeployment and a MachineSet share: replicas and the Machine template
-    let machine_set_spec = |infra: &Ref, bootstrap: &Ref, replicas: &u32| {
+    let machine_set_spec = |infra: &Ref, bootstrap: &Ref, replicas: u32| {
         json!({
             "clusterName": obj.owner_cluster,
             "replicas": replicas,
@@ -296,51 +298,35 @@ pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
             let spec = json!({"template": {"spec": omit_empty(inner)}, "nodeReuse": m3.then_some(node_reuse)});
             (omit_empty(spec), Value::Null)
         }
-        Spec::MachineDeployment {
-            infra,
-            bootstrap,
-            replicas,
-            max_surge,
-            max_unavailable,
-        } => {
-            let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable}});
-            let mut spec = machine_set_spec(infra, bootstrap, replicas);
+        Spec::MachineDeployment(md) => {
+            let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": md.max_surge, "maxUnavailable": md.max_unavailable}});
+            let mut spec = machine_set_spec(&md.infra, &md.bootstrap, md.replicas);
             if v1 {
                 spec["strategy"] = strategy;
             } else {
                 spec["rollout"] = json!({ "strategy": strategy });
             }
-            (spec, json!({"replicas": replicas}))
+            (spec, json!({"replicas": md.replicas}))
         }
-        Spec::MachineSet {
-            infra,
-            bootstrap,
-            replicas,
-            status_replicas,
-        } => (
-            machine_set_spec(infra, bootstrap, replicas),
-            omit_empty(json!({ "replicas": status_replicas })),
+        Spec::MachineSet(ms) => (
+            machine_set_spec(&ms.infra, &ms.bootstrap, ms.replicas),
+            omit_empty(json!({ "replicas": ms.status_replicas })),
         ),
-        Spec::ControlPlane {
-            infra,
-            replicas,
-            max_surge,
-            legacy_ref,
-        } => {
-            let r = reference(infra, version, release);
+        Spec::ControlPlane(cp) => {
+            let r = reference(&cp.infra, version, release);
             let mut spec = json!({
-                "replicas": replicas,
+                "replicas": cp.replicas,
                 "version": "v1.33.4",
-                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge}},
+                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": cp.max_surge}},
             });
             if !v1 {
                 spec["machineTemplate"] = json!({"spec": {"infrastructureRef": r}});
-            } else if *legacy_ref && obj.kind == Kind::Rke2ControlPlane {
+            } else if cp.legacy_ref && obj.kind == Kind::Rke2ControlPlane {
                 spec["infrastructureRef"] = r;
             } else {
                 spec["machineTemplate"] = json!({ "infrastructureRef": r });
             }
-            (spec, json!({"replicas": replicas}))
+            (spec, json!({"replicas": cp.replicas}))
         }
         Spec::ClusterClass { cp_infra, workers } => {
             let key = if v1 { "ref" } else { "templateRef" };
@@ -400,12 +386,12 @@ mod tests {
         let infra = Ref::new(Kind::Metal3MachineTemplate, "w-1");
         let bootstrap = Ref::new(Kind::KubeadmConfigTemplate, "b-1");
         let (replicas, status_replicas) = (2, Some(2));
-        let spec = Spec::MachineSet {
+        let spec = Spec::MachineSet(MsSpec {
             infra,
             bootstrap,
             replicas,
             status_replicas,
-        };
+        });
         let mut ms = Obj::new(Kind::MachineSet, "md-1", spec);
         ms.owner_cluster = Some("edge-a".into());
         api.stores[0].create(ms, 10);

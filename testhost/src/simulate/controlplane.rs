@@ -13,25 +13,20 @@ impl Sim<'_> {
     pub(super) fn cp_controller(&mut self) -> Result<bool> {
         let kind = self.sc.cp_kind;
         let Some(Obj {
-            spec:
-                Spec::ControlPlane {
-                    infra,
-                    replicas,
-                    max_surge,
-                    ..
-                },
+            spec: Spec::ControlPlane(cp),
             deleting,
             ..
         }) = self.read(|s| s.get(kind, CP).cloned())
         else {
             return Ok(false);
         };
+        let (infra, replicas) = (&cp.infra, cp.replicas);
         let machines = self.machines_of(kind, CP);
         if self.cluster_state().0 {
             return Ok(false);
         }
         if deleting.is_some() {
-            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), &infra) {
+            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), infra) {
                 return Ok(false);
             }
             for m in machines.iter().filter(|m| m.deleting.is_none()) {
@@ -44,10 +39,10 @@ impl Sim<'_> {
             return Ok(machines.is_empty() || machines.iter().any(|m| m.deleting.is_none()));
         }
         // a missing current template aborts the whole reconcile
-        if !self.fetch(kind.name(), &infra) {
+        if !self.fetch(kind.name(), infra) {
             return Ok(false);
         }
-        self.adopt(&[&infra]);
+        self.adopt(&[infra]);
         let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
         if live.len() < machines.len() {
             // one machine at a time
@@ -56,8 +51,8 @@ impl Sim<'_> {
         let outdated = live.iter().find(|m| m.cloned_from() != Some(&infra.name));
         let all_ready = live.iter().all(|m| self.ready(m));
         let n = live.len() as u32;
-        if n < replicas + if outdated.is_some() { max_surge } else { 0 } {
-            return self.create_machine((kind, CP.into()), &infra, false);
+        if n < replicas + if outdated.is_some() { cp.max_surge } else { 0 } {
+            return self.create_machine((kind, CP.into()), infra, false);
         }
         if let Some(v) = outdated.filter(|_| all_ready && n >= replicas) {
             self.mark_deleted(Kind::Metal3Machine, &v.name);

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use super::objects::{Kind, Obj, Ref, Spec, CLEANUP_LABEL};
+use super::objects::{Kind, MdSpec, Obj, Ref, Spec, CLEANUP_LABEL};
 use super::scenario::*;
 use super::sim::*;
 
@@ -127,8 +127,8 @@ impl Sim<'_> {
                 .values()
                 .filter(|o| match o.spec {
                     Spec::Template { .. } => o.labels.contains_key(CLEANUP_LABEL),
-                    Spec::MachineDeployment { .. }
-                    | Spec::ControlPlane { .. }
+                    Spec::MachineDeployment(_)
+                    | Spec::ControlPlane(_)
                     | Spec::ClusterClass { .. } => true,
                     _ => false,
                 })
@@ -213,11 +213,11 @@ impl Sim<'_> {
             self.point_control_plane(&infra);
         }
         for md in self.read(|s| s.names(Kind::MachineDeployment)) {
-            let Some(Spec::MachineDeployment {
+            let Some(Spec::MachineDeployment(MdSpec {
                 mut infra,
                 mut bootstrap,
                 ..
-            }) = self.spec(Kind::MachineDeployment, &md)
+            })) = self.spec(Kind::MachineDeployment, &md)
             else {
                 continue;
             };

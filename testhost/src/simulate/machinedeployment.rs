@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::{Kind, Obj, Ref, Spec};
+use super::objects::{Kind, MdSpec, MsSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -14,11 +14,8 @@ impl Sim<'_> {
     /// controller writes); a MachineDeployment that is gone is left alone.
     pub(super) fn point_machine_deployment(&self, md: &str, new_infra: Ref, new_boot: Ref) {
         self.write(|s| {
-            if let Some(Spec::MachineDeployment {
-                infra, bootstrap, ..
-            }) = s.spec_mut(Kind::MachineDeployment, md)
-            {
-                (*infra, *bootstrap) = (new_infra, new_boot);
+            if let Some(Spec::MachineDeployment(spec)) = s.spec_mut(Kind::MachineDeployment, md) {
+                (spec.infra, spec.bootstrap) = (new_infra, new_boot);
             }
         });
     }
@@ -31,12 +28,12 @@ impl Sim<'_> {
         replicas: u32,
     ) -> String {
         let name = self.name(md);
-        let spec = Spec::MachineSet {
+        let spec = Spec::MachineSet(MsSpec {
             infra: infra.clone(),
             bootstrap: boot.clone(),
             replicas,
             status_replicas: None,
-        };
+        });
         let mut ms = Obj::new(Kind::MachineSet, name.clone(), spec);
         ms.finalizers.insert(MS_FINALIZER.into());
         if self.topology() {
@@ -62,13 +59,13 @@ impl Sim<'_> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineDeployment, md).cloned()) else {
             return Ok(false);
         };
-        let Spec::MachineDeployment {
+        let Spec::MachineDeployment(MdSpec {
             infra,
             bootstrap,
             replicas,
             max_surge,
             max_unavailable,
-        } = obj.spec.clone()
+        }) = obj.spec.clone()
         else {
             return Ok(false);
         };

@@ -11,25 +11,22 @@ use anyhow::{anyhow, Result};
 use serde_json::Value;
 
 use super::api::{lock, render};
-use super::objects::{Kind, Obj, Ref, Spec};
+use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
     pub(super) fn set_ms_replicas(&self, ms: &str, n: u32) {
         self.write(|s| {
-            if let Some(Spec::MachineSet { replicas, .. }) = s.spec_mut(Kind::MachineSet, ms) {
-                *replicas = n;
+            if let Some(Spec::MachineSet(spec)) = s.spec_mut(Kind::MachineSet, ms) {
+                spec.replicas = n;
             }
         });
     }
 
     pub(super) fn set_status_replicas(&self, ms: &str, n: u32) {
         self.write(|s| {
-            if let Some(Spec::MachineSet {
-                status_replicas, ..
-            }) = s.spec_mut(Kind::MachineSet, ms)
-            {
-                *status_replicas = Some(n);
+            if let Some(Spec::MachineSet(spec)) = s.spec_mut(Kind::MachineSet, ms) {
+                spec.status_replicas = Some(n);
             }
         });
     }
@@ -166,12 +163,12 @@ impl Sim<'_> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineSet, ms).cloned()) else {
             return Ok(false);
         };
-        let Spec::MachineSet {
+        let Spec::MachineSet(MsSpec {
             infra,
             bootstrap,
             replicas,
             ..
-        } = obj.spec.clone()
+        }) = obj.spec.clone()
         else {
             return Ok(false);
         };

@@ -194,6 +194,32 @@ pub struct Worker {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+pub struct MdSpec {
+    pub infra: Ref,
+    pub bootstrap: Ref,
+    pub replicas: u32,
+    pub max_surge: u32,
+    pub max_unavailable: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MsSpec {
+    pub infra: Ref,
+    pub bootstrap: Ref,
+    pub replicas: u32,
+    pub status_replicas: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpSpec {
+    pub infra: Ref,
+    pub replicas: u32,
+    pub max_surge: u32,
+    /// RKE2 v1beta1 only: the reference sits in the deprecated `spec.infrastructureRef`.
+    pub legacy_ref: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
     Cluster {
         paused: bool,
@@ -202,26 +228,9 @@ pub enum Spec {
         node_reuse: bool,
         cleaning: Option<String>,
     },
-    MachineDeployment {
-        infra: Ref,
-        bootstrap: Ref,
-        replicas: u32,
-        max_surge: u32,
-        max_unavailable: u32,
-    },
-    MachineSet {
-        infra: Ref,
-        bootstrap: Ref,
-        replicas: u32,
-        status_replicas: Option<u32>,
-    },
-    ControlPlane {
-        infra: Ref,
-        replicas: u32,
-        max_surge: u32,
-        /// RKE2 v1beta1 only: the reference sits in the deprecated `spec.infrastructureRef`.
-        legacy_ref: bool,
-    },
+    MachineDeployment(MdSpec),
+    MachineSet(MsSpec),
+    ControlPlane(CpSpec),
     ClusterClass {
         cp_infra: Ref,
         workers: Vec<Worker>,
@@ -239,13 +248,9 @@ impl Spec {
     /// infrastructure template first.
     pub fn templates(&self) -> Vec<&Ref> {
         match self {
-            Spec::MachineDeployment {
-                infra, bootstrap, ..
-            }
-            | Spec::MachineSet {
-                infra, bootstrap, ..
-            } => vec![infra, bootstrap],
-            Spec::ControlPlane { infra, .. } => vec![infra],
+            Spec::MachineDeployment(md) => vec![&md.infra, &md.bootstrap],
+            Spec::MachineSet(ms) => vec![&ms.infra, &ms.bootstrap],
+            Spec::ControlPlane(cp) => vec![&cp.infra],
             _ => Vec::new(),
         }
     }
@@ -253,7 +258,7 @@ impl Spec {
     /// The replicas a MachineSet asks for (0 for any other spec).
     pub fn ms_replicas(&self) -> u32 {
         match self {
-            Spec::MachineSet { replicas, .. } => *replicas,
+            Spec::MachineSet(ms) => ms.replicas,
             _ => 0,
         }
     }

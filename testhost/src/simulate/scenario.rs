@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 
-use super::objects::{Kind, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
+use super::objects::{CpSpec, Kind, MdSpec, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
 use super::rng::Rng;
 use super::sim::*;
 
@@ -345,12 +345,12 @@ impl Sim<'_> {
             cp_infra
         };
         let (kind, replicas) = (self.sc.cp_kind, self.sc.cp_replicas);
-        let spec = Spec::ControlPlane {
+        let spec = Spec::ControlPlane(CpSpec {
             infra: cp_infra.clone(),
             replicas,
             max_surge: self.sc.cp_surge,
             legacy_ref: kind == Kind::Rke2ControlPlane && self.rng.chance(30),
-        };
+        });
         let mut cp = Obj::new(kind, CP, spec);
         cp.finalizers.insert(CP_FINALIZER.into());
         cp.owner_cluster = Some(CLUSTER.into());
@@ -362,13 +362,13 @@ impl Sim<'_> {
             workers.into_iter().zip(self.sc.mds.clone()).enumerate()
         {
             let md_name = format!("edge-a-md{i}");
-            let spec = Spec::MachineDeployment {
+            let spec = Spec::MachineDeployment(MdSpec {
                 infra: infra.clone(),
                 bootstrap: boot.clone(),
                 replicas,
                 max_surge,
                 max_unavailable,
-            };
+            });
             let mut md = Obj::new(Kind::MachineDeployment, md_name.clone(), spec);
             md.finalizers.insert(MD_FINALIZER.into());
             md.owner_cluster = Some(CLUSTER.into());

@@ -235,8 +235,8 @@ impl<'a> Sim<'a> {
     /// Points the control plane at `new` (what a deploy tool or the topology controller writes).
     pub(super) fn point_control_plane(&self, new: &Ref) {
         self.write(|s| {
-            if let Some(Spec::ControlPlane { infra, .. }) = s.spec_mut(self.sc.cp_kind, CP) {
-                *infra = new.clone();
+            if let Some(Spec::ControlPlane(cp)) = s.spec_mut(self.sc.cp_kind, CP) {
+                cp.infra = new.clone();
             }
         });
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::{Kind, Obj, Ref, Spec};
+use super::objects::{Kind, MdSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -50,9 +50,9 @@ impl Sim<'_> {
             let md = format!("edge-a-md{i}");
             let Some(Obj {
                 spec:
-                    Spec::MachineDeployment {
+                    Spec::MachineDeployment(MdSpec {
                         infra, bootstrap, ..
-                    },
+                    }),
                 deleting: None,
                 ..
             }) = self.read(|s| s.get(Kind::MachineDeployment, &md).cloned())

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::api::lock;
-use super::objects::{Kind, Obj, Ref, Spec, Store};
+use super::objects::{Kind, MdSpec, Obj, Ref, Spec, Store};
 use super::scenario::*;
 use super::sim::*;
 
@@ -20,7 +20,7 @@ impl Sim<'_> {
         let rolled = self.read(|s| {
             // every MachineDeployment runs only on its current templates
             let mds_rolled = s.of_kind(Kind::MachineDeployment).all(|md| {
-                let Spec::MachineDeployment { replicas, .. } = md.spec else {
+                let Spec::MachineDeployment(MdSpec { replicas, .. }) = md.spec else {
                     return true;
                 };
                 s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name)
@@ -36,20 +36,17 @@ impl Sim<'_> {
             });
             let cp_rolled = match s.get(self.sc.cp_kind, CP) {
                 Some(Obj {
-                    spec:
-                        Spec::ControlPlane {
-                            infra, replicas, ..
-                        },
+                    spec: Spec::ControlPlane(cp),
                     deleting: None,
                     ..
                 }) => {
                     let machines: Vec<&Obj> = (s.of_kind(Kind::Metal3Machine))
                         .filter(|m| m.controlled_by(self.sc.cp_kind, None))
                         .collect();
-                    machines.len() as u32 == *replicas
+                    machines.len() as u32 == cp.replicas
                         && machines
                             .iter()
-                            .all(|m| m.cloned_from() == Some(&infra.name))
+                            .all(|m| m.cloned_from() == Some(&cp.infra.name))
                 }
                 _ => true,
             };
@@ -68,21 +65,21 @@ impl Sim<'_> {
             };
             let cp = match s.get(self.sc.cp_kind, CP) {
                 Some(Obj {
-                    spec: Spec::ControlPlane { infra, .. },
+                    spec: Spec::ControlPlane(cp),
                     ..
-                }) => s.is_copy_of(infra, cp_infra),
+                }) => s.is_copy_of(&cp.infra, cp_infra),
                 _ => true,
             };
             cp && workers.iter().enumerate().all(|(i, w)| {
                 match s.get(Kind::MachineDeployment, &format!("edge-a-md{i}")) {
                     Some(Obj {
-                        spec:
-                            Spec::MachineDeployment {
-                                infra, bootstrap, ..
-                            },
+                        spec: Spec::MachineDeployment(md),
                         deleting: None,
                         ..
-                    }) => s.is_copy_of(infra, &w.infra) && s.is_copy_of(bootstrap, &w.bootstrap),
+                    }) => {
+                        s.is_copy_of(&md.infra, &w.infra)
+                            && s.is_copy_of(&md.bootstrap, &w.bootstrap)
+                    }
                     _ => true,
                 }
             })
@@ -95,11 +92,9 @@ impl Sim<'_> {
             let mut needed = BTreeSet::new();
             for o in s.objects.values() {
                 let uses = match &o.spec {
-                    Spec::MachineDeployment { .. } => o.deleting.is_none(),
-                    Spec::MachineSet { replicas, .. } => {
-                        *replicas > 0 || machines(s, o).next().is_some()
-                    }
-                    Spec::ControlPlane { .. } => true,
+                    Spec::MachineDeployment(_) => o.deleting.is_none(),
+                    Spec::MachineSet(ms) => ms.replicas > 0 || machines(s, o).next().is_some(),
+                    Spec::ControlPlane(_) => true,
                     Spec::ClusterClass { cp_infra, workers } => {
                         needed.insert(cp_infra.clone());
                         for w in workers {
