@@ -8,9 +8,8 @@
 use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Result};
-use serde_json::Value;
 
-use super::api::{lock, render};
+use super::api::lock;
 use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
 use super::sim::*;
 
@@ -107,26 +106,9 @@ impl Sim<'_> {
             Kind::Metal3MachineTemplate,
             obj.cloned_from().cloned().unwrap_or_default(),
         );
-        let version = self.served_version(Kind::Metal3Machine);
-        let mut value = render(&obj, version, &self.sc.release);
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            // not assigned yet on CREATE
-            for key in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "generation",
-                "managedFields",
-            ] {
-                meta.remove(key);
-            }
-        }
         let name = obj.name.clone();
-        lock(&self.api).active = store;
         let user = "system:serviceaccount:capi-system:capi-manager";
-        let verdict = self.admit("CREATE", (&obj, value.clone()), version, user);
-        lock(&self.api).active = 0;
-        let verdict = verdict?;
+        let (verdict, mut value) = self.admit("CREATE", &obj, user, store)?;
         if !verdict.allowed {
             self.m.refused_creates += 1;
             self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {}", verdict.message));

@@ -241,26 +241,35 @@ impl<'a> Sim<'a> {
         });
     }
 
-    /// The AdmissionReview request of a guarded DELETE or CREATE of `obj` by `user` (`value`:
-    /// `obj` rendered at `version`), sent to the admission chain.
+    /// A guarded DELETE or CREATE of `obj` by `user`: the AdmissionReview request, with `obj` at
+    /// a version the release serves, sent to the admission chain, which reads `store` (1: the
+    /// target of a move). The verdict, and the object as sent.
     pub(super) fn admit(
         &mut self,
         operation: &str,
-        (obj, value): (&Obj, Value),
-        version: &str,
+        obj: &Obj,
         user: &str,
-    ) -> Result<Verdict> {
-        self.names += 1;
-        let kind = obj.kind;
-        let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
-        let gvr = json!({"group": kind.group(), "version": version, "resource": kube::plural(kind.name())});
+        store: usize,
+    ) -> Result<(Verdict, Value)> {
+        let (kind, version) = (obj.kind, self.served_version(obj.kind));
+        let mut value = render(obj, version, &self.sc.release);
         let (key, options) = if operation == "DELETE" {
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
             ("oldObject", options)
         } else {
+            if let Some(meta) = value["metadata"].as_object_mut() {
+                // not assigned yet on CREATE
+                for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+                    meta.remove(key);
+                }
+                meta.remove("managedFields");
+            }
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"});
             ("object", options)
         };
+        self.names += 1;
+        let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
+        let gvr = json!({"group": kind.group(), "version": version, "resource": kube::plural(kind.name())});
         let mut request = json!({
             "uid": format!("{:08x}-{:04x}", self.seed, self.names),
             "kind": gvk,
@@ -274,9 +283,12 @@ impl<'a> Sim<'a> {
             "dryRun": false,
             "options": options,
         });
-        request[key] = value;
+        request[key] = value.clone();
         self.m.admissions += 1;
-        (self.admit)(&request)
+        lock(&self.api).active = store;
+        let verdict = (self.admit)(&request);
+        lock(&self.api).active = 0;
+        Ok((verdict?, value))
     }
 
     pub(super) fn served_version(&mut self, kind: Kind) -> &'static str {
@@ -296,9 +308,7 @@ impl<'a> Sim<'a> {
             return Ok(true);
         }
         if kind.is_template() {
-            let version = self.served_version(kind);
-            let old = render(&obj, version, &self.sc.release);
-            let verdict = self.admit("DELETE", (&obj, old), version, user)?;
+            let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
                 self.m.refused += 1;
                 let kind = kind.name();
