@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
@@ -37,7 +37,7 @@ use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 
-use api::{lock, Api, SimHost};
+use api::{Api, SimHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
 use sim::{Sim, Verdict};
 
@@ -208,10 +208,9 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         .max(1);
     let next = AtomicU64::new(args.first_seed);
     let end = args.first_seed + args.seeds;
-    let totals = Mutex::new(Totals::default());
     let started = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let worker = || -> Result<()> {
+    let totals = std::thread::scope(|scope| -> Result<Totals> {
+        let worker = || -> Result<Totals> {
             let (policy, api) = load()?;
             let mut local = Totals::default();
             loop {
@@ -226,18 +225,17 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                 }
                 local.add(&sc, with, without);
             }
-            lock(&totals).merge(local);
-            Ok(())
+            Ok(local)
         };
         let handles: Vec<_> = (0..jobs).map(|_| scope.spawn(worker)).collect();
+        let mut totals = Totals::default();
         for h in handles {
-            h.join()
-                .unwrap_or_else(|_| Err(anyhow!("a simulation worker panicked")))?;
+            let panicked = |_| Err(anyhow!("a simulation worker panicked"));
+            totals.merge(h.join().unwrap_or_else(panicked)?);
         }
-        Ok(())
+        Ok(totals)
     })?;
     let elapsed = started.elapsed().as_secs_f64();
-    let totals = totals.into_inner().unwrap_or_else(PoisonError::into_inner);
     print_table(&args, &totals, elapsed, jobs);
 
     if totals.failing.is_empty() {
