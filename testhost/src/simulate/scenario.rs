@@ -199,16 +199,15 @@ impl Scenario {
             cp_needs_template_on_delete: false,
         };
         // drawn last, so that the draws above stay what they were before these were modelled
-        if let Deployer::Kustomize { .. } = sc.deployer {
-            sc.deployer = Deployer::Kustomize {
+        sc.deployer = match sc.deployer {
+            Deployer::Kustomize { .. } => Deployer::Kustomize {
                 retries: rng.chance(50),
-            };
-        }
-        if let Deployer::Flux { .. } = sc.deployer {
-            sc.deployer = Deployer::Flux {
+            },
+            Deployer::Flux { .. } => Deployer::Flux {
                 retries: rng.chance(50),
-            };
-        }
+            },
+            other => other,
+        };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
             _ => sc.release.rke2 == Some(true) && rng.chance(40),
