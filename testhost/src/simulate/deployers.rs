@@ -96,10 +96,10 @@ impl Sim<'_> {
                 self.m.retries += 1;
                 return Ok(Some(self.rng.range(60, 300)));
             }
-            // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0 (PR
-            // 1665): what was not pruned stays in status.inventory, Ready=False (PruneFailed),
-            // retried every interval; before, the inventory moved on and the object was forgotten
-            // after one failure
+            // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0
+            // (PR 1665): what was not pruned stays in status.inventory, Ready=False
+            // (PruneFailed), retried every interval; before, the inventory moved on and the
+            // object was forgotten after one failure
             Deployer::Kustomize { retries: true } => Some(600),
             Deployer::Kustomize { retries: false } => None,
             // a refused prune fails the sync: retried 5 times with backoff
