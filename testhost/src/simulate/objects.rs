@@ -390,18 +390,15 @@ impl Store {
     }
 
     /// The API server's part of a delete the admission chain accepted: gone at once without
-    /// finalizers, else marked. Returns whether the object is gone.
-    pub fn delete(&mut self, kind: Kind, name: &str, now: u64) -> bool {
+    /// finalizers, else marked.
+    pub fn delete(&mut self, kind: Kind, name: &str, now: u64) {
         let key = (kind, name.to_string());
         match self.objects.get_mut(&key) {
-            None => true,
-            Some(o) if o.finalizers.is_empty() => {
-                self.objects.remove(&key);
-                true
-            }
-            Some(o) => {
+            Some(o) if !o.finalizers.is_empty() => {
                 o.deleting.get_or_insert(now);
-                false
+            }
+            _ => {
+                self.objects.remove(&key);
             }
         }
     }

@@ -214,9 +214,8 @@ impl<'a> Sim<'a> {
         r
     }
 
-    /// The API server's part of a delete, for what no admission chain guards; true when the
-    /// object is gone.
-    pub(super) fn mark_deleted(&self, kind: Kind, name: &str) -> bool {
+    /// The API server's part of a delete, for what no admission chain guards.
+    pub(super) fn mark_deleted(&self, kind: Kind, name: &str) {
         let now = self.now;
         self.write(|s| s.delete(kind, name, now))
     }
