@@ -17,7 +17,9 @@ impl Sim<'_> {
         // workers first, then the control plane, then the Cluster
         let mds = self.read(|s| s.names(Kind::MachineDeployment));
         let sets = self.read(|s| s.names(Kind::MachineSet));
-        let workers = (mds.iter().map(|n| (Kind::MachineDeployment, n)))
+        let workers = mds
+            .iter()
+            .map(|n| (Kind::MachineDeployment, n))
             .chain(sets.iter().map(|n| (Kind::MachineSet, n)));
         let mut did = false;
         for (kind, name) in workers {
@@ -28,7 +30,8 @@ impl Sim<'_> {
             return true;
         }
         let workers_left = self.read(|s| {
-            (s.of_kind(Kind::Metal3Machine)).any(|m| m.controlled_by(Kind::MachineSet, None))
+            s.of_kind(Kind::Metal3Machine)
+                .any(|m| m.controlled_by(Kind::MachineSet, None))
         });
         if !mds.is_empty() || !sets.is_empty() || workers_left {
             return false;
@@ -57,7 +60,9 @@ impl Sim<'_> {
                 .filter(|o| o.deleting.is_none())
                 .filter(|o| {
                     (cluster_gone && o.owner_cluster.is_some())
-                        || (o.controller.as_ref()).is_some_and(|(k, n)| s.get(*k, n).is_none())
+                        || o.controller
+                            .as_ref()
+                            .is_some_and(|(k, n)| s.get(*k, n).is_none())
                 })
                 .map(Obj::key)
                 .collect()

@@ -78,7 +78,9 @@ impl Sim<'_> {
             if obj.finalizers.contains(MD_TOPOLOGY_FINALIZER) {
                 // the topology deletes the MachineDeployment's templates that no MachineSet
                 // which is not being deleted uses, at once
-                let in_use: BTreeSet<Ref> = (sets.iter().filter(|ms| ms.deleting.is_none()))
+                let in_use: BTreeSet<Ref> = sets
+                    .iter()
+                    .filter(|ms| ms.deleting.is_none())
                     .flat_map(|ms| ms.spec.templates())
                     .cloned()
                     .collect();
@@ -105,7 +107,9 @@ impl Sim<'_> {
             .collect();
         let cur = current.spec.ms_replicas();
         let total = cur + olds.iter().map(|o| o.spec.ms_replicas()).sum::<u32>();
-        let current_ready = (self.machines_of(Kind::MachineSet, &current.name).iter())
+        let current_ready = self
+            .machines_of(Kind::MachineSet, &current.name)
+            .iter()
             .filter(|m| self.ready(m))
             .count() as u32;
         if cur < replicas && total < replicas + max_surge {

@@ -85,7 +85,8 @@ fn policy_verdict(policy: &Policy, request: &Value) -> Result<Verdict> {
         .patch
         .as_ref()
         .map(|b64| -> Result<json_patch::Patch> {
-            let bytes = (base64::engine::general_purpose::STANDARD.decode(b64))
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
                 .map_err(|e| anyhow!("the policy's patch is not base64: {e}"))?;
             serde_json::from_slice(&bytes)
                 .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))

@@ -40,7 +40,8 @@ impl Sim<'_> {
                     deleting: None,
                     ..
                 }) => {
-                    let machines: Vec<&Obj> = (s.of_kind(Kind::Metal3Machine))
+                    let machines: Vec<&Obj> = s
+                        .of_kind(Kind::Metal3Machine)
                         .filter(|m| m.controlled_by(self.sc.cp_kind, None))
                         .collect();
                     machines.len() as u32 == cp.replicas
@@ -115,7 +116,8 @@ impl Sim<'_> {
                     needed.extend(o.spec.templates().into_iter().cloned());
                 }
             }
-            (s.objects.values())
+            s.objects
+                .values()
                 .filter(|o| o.kind.is_template())
                 .map(Obj::to_ref)
                 .filter(|r| !needed.contains(r))
