@@ -383,14 +383,11 @@ mod tests {
             metal3_v1beta2: false,
             rke2: None,
         });
-        let infra = Ref::new(Kind::Metal3MachineTemplate, "w-1");
-        let bootstrap = Ref::new(Kind::KubeadmConfigTemplate, "b-1");
-        let (replicas, status_replicas) = (2, Some(2));
         let spec = Spec::MachineSet(MsSpec {
-            infra,
-            bootstrap,
-            replicas,
-            status_replicas,
+            infra: Ref::new(Kind::Metal3MachineTemplate, "w-1"),
+            bootstrap: Ref::new(Kind::KubeadmConfigTemplate, "b-1"),
+            replicas: 2,
+            status_replicas: Some(2),
         });
         let mut ms = Obj::new(Kind::MachineSet, "md-1", spec);
         ms.owner_cluster = Some("edge-a".into());

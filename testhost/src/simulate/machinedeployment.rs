@@ -113,11 +113,11 @@ impl Sim<'_> {
             .filter(|m| self.ready(m))
             .count() as u32;
         if cur < replicas && total < replicas + max_surge {
-            self.set_ms_replicas(&current.name, cur + 1);
+            self.set_replicas(&current.name, cur + 1, false);
             return Ok(true);
         }
         if cur > replicas {
-            self.set_ms_replicas(&current.name, replicas);
+            self.set_replicas(&current.name, replicas, false);
             return Ok(true);
         }
         // the Deployment algorithm: scale old sets down by what the spec totals allow
@@ -126,7 +126,7 @@ impl Sim<'_> {
         if total > min_available + new_unavailable {
             if let Some(old) = olds.iter().find(|o| o.spec.ms_replicas() > 0) {
                 let n = old.spec.ms_replicas() - 1;
-                self.set_ms_replicas(&old.name, n);
+                self.set_replicas(&old.name, n, false);
                 self.ev(|| format!("MachineDeployment {md}: {} scaled to {n}", old.name));
                 return Ok(true);
             }

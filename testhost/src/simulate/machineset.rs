@@ -14,19 +14,13 @@ use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
-    pub(super) fn set_ms_replicas(&self, ms: &str, n: u32) {
-        self.write(|s| {
-            if let Some(Spec::MachineSet(spec)) = s.spec_mut(Kind::MachineSet, ms) {
-                spec.replicas = n;
-            }
-        });
-    }
-
-    pub(super) fn set_status_replicas(&self, ms: &str, n: u32) {
-        self.write(|s| {
-            if let Some(Spec::MachineSet(spec)) = s.spec_mut(Kind::MachineSet, ms) {
-                spec.status_replicas = Some(n);
-            }
+    /// Writes the MachineSet `ms`'s replicas: its spec's (a MachineDeployment scaling it) or,
+    /// with `status`, the count the MachineSet controller reports.
+    pub(super) fn set_replicas(&self, ms: &str, n: u32, status: bool) {
+        self.write(|s| match s.spec_mut(Kind::MachineSet, ms) {
+            Some(Spec::MachineSet(spec)) if status => spec.status_replicas = Some(n),
+            Some(Spec::MachineSet(spec)) => spec.replicas = n,
+            _ => {}
         });
     }
 
@@ -155,7 +149,7 @@ impl Sim<'_> {
             return Ok(false);
         };
         let machines = self.machines_of(Kind::MachineSet, ms);
-        self.set_status_replicas(ms, machines.len() as u32);
+        self.set_replicas(ms, machines.len() as u32, true);
         if self.cluster_state().0 {
             return Ok(false);
         }

@@ -383,7 +383,7 @@ impl Sim<'_> {
             for _ in 0..replicas {
                 self.create_machine((Kind::MachineSet, ms.clone()), &infra, true)?;
             }
-            self.set_status_replicas(&ms, replicas);
+            self.set_replicas(&ms, replicas, true);
         }
         Ok(())
     }
