@@ -256,7 +256,7 @@ impl<'a> Sim<'a> {
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
             ("oldObject", options)
         } else {
-            if let Some(meta) = value["metadata"].as_object_mut() {
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                 // not assigned yet on CREATE
                 for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
                     meta.remove(key);
