@@ -257,10 +257,11 @@ impl<'a> Sim<'a> {
             ("oldObject", options)
         } else {
             if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                // not assigned yet on CREATE
+                // assigned by the API server, after admission
                 for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
                     meta.remove(key);
                 }
+                // written by the API server too (the clients send none)
                 meta.remove("managedFields");
             }
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"});
