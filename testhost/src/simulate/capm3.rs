@@ -4,7 +4,7 @@
 //! plane's current infrastructureRef (same file @v1.13.0, PR 3168). A template not found means no
 //! reuse; no decision at all while the Cluster is being deleted.
 
-use super::api::{Kind, Obj, Ref, Spec, CLONED_FROM_NAME};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -15,12 +15,10 @@ impl Sim<'_> {
             return false;
         }
         let deleting: Vec<Obj> = self.read(|s| {
-            s.of_kind(Kind::Metal3Machine)
-                .filter(|m| m.deleting.is_some())
-                .cloned()
-                .collect()
+            let machines = s.of_kind(Kind::Metal3Machine);
+            machines.filter(|m| m.deleting.is_some()).cloned().collect()
         });
-        let Some(m) = self.rng.pick(&deleting).cloned() else {
+        let Some(m) = self.rng.pick(&deleting) else {
             return false;
         };
         let Spec::Metal3Machine { intent, .. } = m.spec else {
@@ -30,25 +28,20 @@ impl Sim<'_> {
             let template = if self.sc.release.metal3_v1beta2 {
                 // >= 1.13: the owner's current template
                 self.read(|s| {
-                    let (kind, name) = m.controller.clone()?;
-                    match &s.get(kind, &name)?.spec {
-                        Spec::MachineSet { infra, .. } | Spec::ControlPlane { infra, .. } => {
-                            Some(infra.clone())
-                        }
-                        _ => None,
-                    }
+                    let (kind, name) = m.controller.as_ref()?;
+                    s.get(*kind, name)?
+                        .spec
+                        .templates()
+                        .first()
+                        .map(|r| (*r).clone())
                 })
             } else {
-                m.annotations
-                    .get(CLONED_FROM_NAME)
-                    .map(|n| Ref::new(Kind::Metal3MachineTemplate, n.clone()))
+                let name = m.cloned_from();
+                name.map(|n| Ref::new(Kind::Metal3MachineTemplate, n.clone()))
             };
             let decision = template.as_ref().and_then(|r| {
-                self.read(|s| match s.get(r.kind, &r.name) {
-                    Some(Obj {
-                        spec: Spec::Template { node_reuse, .. },
-                        ..
-                    }) => Some(*node_reuse),
+                self.read(|s| match s.get(r.kind, &r.name)?.spec {
+                    Spec::Template { node_reuse, .. } => Some(node_reuse),
                     _ => None,
                 })
             });
@@ -57,11 +50,11 @@ impl Sim<'_> {
             if intent && !reuse {
                 self.m.lost += 1;
             }
-            let name = m.name.clone();
             self.ev(|| {
                 format!(
-                    "CAPM3: Metal3Machine {name} deleted, node reuse {reuse} (template {} {}), intent {intent}{}",
-                    template.map(|r| r.to_string()).unwrap_or_else(|| "unknown".into()),
+                    "CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {} {}), intent {intent}{}",
+                    m.name,
+                    template.map_or_else(|| "unknown".into(), |r| r.to_string()),
                     if decision.is_some() { "read" } else { "NOT FOUND" },
                     if intent && !reuse { "  <-- LOST" } else { "" }
                 )

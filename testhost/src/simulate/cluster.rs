@@ -5,56 +5,43 @@
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj};
+use super::objects::{Kind, Obj};
 use super::sim::*;
 
 impl Sim<'_> {
     pub(super) fn cluster_controller(&mut self) -> bool {
-        let Some(cluster) = self.read(|s| s.get(Kind::Cluster, CLUSTER).cloned()) else {
-            return false;
-        };
-        if cluster.deleting.is_none() {
+        let deleting = self.read(|s| s.get(Kind::Cluster, CLUSTER).map(|c| c.deleting.is_some()));
+        if deleting != Some(true) {
             return false;
         }
-        let now = self.now;
         // workers first, then the control plane, then the Cluster
         let mds = self.read(|s| s.names(Kind::MachineDeployment));
         let sets = self.read(|s| s.names(Kind::MachineSet));
+        let workers = mds
+            .iter()
+            .map(|n| (Kind::MachineDeployment, n))
+            .chain(sets.iter().map(|n| (Kind::MachineSet, n)));
         let mut did = false;
-        for md in &mds {
-            did |= self.read(|s| {
-                s.get(Kind::MachineDeployment, md)
-                    .is_some_and(|o| o.deleting.is_none())
-            });
-            self.write(|s| s.delete(Kind::MachineDeployment, md, now));
-        }
-        for ms in &sets {
-            did |= self.read(|s| {
-                s.get(Kind::MachineSet, ms)
-                    .is_some_and(|o| o.deleting.is_none())
-            });
-            self.write(|s| s.delete(Kind::MachineSet, ms, now));
+        for (kind, name) in workers {
+            did |= self.read(|s| s.get(kind, name).is_some_and(|o| o.deleting.is_none()));
+            self.mark_deleted(kind, name);
         }
         if did {
             return true;
         }
         let workers_left = self.read(|s| {
-            s.of_kind(Kind::Metal3Machine).any(|m| {
-                m.controller
-                    .as_ref()
-                    .is_some_and(|(k, _)| *k == Kind::MachineSet)
-            })
+            s.of_kind(Kind::Metal3Machine)
+                .any(|m| m.controlled_by(Kind::MachineSet, None))
         });
         if !mds.is_empty() || !sets.is_empty() || workers_left {
             return false;
         }
         let kind = self.sc.cp_kind;
-        if let Some(cp) = self.read(|s| s.get(kind, "edge-a-cp").cloned()) {
-            if cp.deleting.is_none() {
-                self.write(|s| s.delete(kind, "edge-a-cp", now));
-                return true;
+        if let Some(live) = self.read(|s| s.get(kind, CP).map(|cp| cp.deleting.is_none())) {
+            if live {
+                self.mark_deleted(kind, CP);
             }
-            return false;
+            return live;
         }
         if self.read(|s| s.of_kind(Kind::Metal3Machine).next().is_some()) {
             return false;
@@ -85,15 +72,11 @@ impl Sim<'_> {
             if !self.due(Task::GarbageCollector, kind, &name) {
                 continue;
             }
-            match self.delete(
-                kind,
-                &name,
-                "system:serviceaccount:kube-system:generic-garbage-collector",
-            )? {
-                Deleted::Refused(_) => {
-                    self.refused_retry_later(Task::GarbageCollector, kind, &name, 5, 1000);
-                }
-                _ => did = true,
+            let user = "system:serviceaccount:kube-system:generic-garbage-collector";
+            if self.delete(kind, &name, user)? {
+                did = true;
+            } else {
+                self.refused_retry_later((Task::GarbageCollector, kind, &name), 5, 1000);
             }
         }
         Ok(did)
@@ -114,18 +97,16 @@ impl Sim<'_> {
         let mut names = self.read(|s| s.names(kind));
         self.rng.shuffle(&mut names);
         for name in names {
-            if let Deleted::Refused(_) = self.delete(
-                kind,
-                &name,
-                "system:serviceaccount:kube-system:namespace-controller",
-            )? {
+            let user = "system:serviceaccount:kube-system:namespace-controller";
+            if !self.delete(kind, &name, user)? {
                 self.m.retries += 1;
             }
         }
-        Ok(Some(if self.ns_kinds.is_empty() {
-            self.rng.range(5, 30)
+        let (lo, hi) = if self.ns_kinds.is_empty() {
+            (5, 30)
         } else {
-            self.rng.range(0, 2)
-        }))
+            (0, 2)
+        };
+        Ok(Some(self.rng.range(lo, hi)))
     }
 }

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Ref, Spec, CLONED_FROM_NAME, DELETE_FOR_MOVE};
+use super::api::lock;
+use super::objects::{Kind, Spec, DELETE_FOR_MOVE};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -17,11 +18,7 @@ impl Sim<'_> {
         match self.move_phase.clone() {
             MovePhase::Pause => {
                 self.write(|s| {
-                    if let Some(Obj {
-                        spec: Spec::Cluster { paused },
-                        ..
-                    }) = s.get_mut(Kind::Cluster, CLUSTER)
-                    {
+                    if let Some(Spec::Cluster { paused }) = s.spec_mut(Kind::Cluster, CLUSTER) {
                         *paused = true;
                     }
                 });
@@ -32,39 +29,26 @@ impl Sim<'_> {
                 Ok(Some(self.rng.range(1, 5)))
             }
             MovePhase::Create(mut objs) => {
-                for _ in 0..3 {
-                    let Some((kind, name)) = objs.pop() else {
-                        break;
-                    };
+                let split = objs.len().saturating_sub(3);
+                for (kind, name) in objs.split_off(split).into_iter().rev() {
                     let Some(mut obj) = self.read(|s| s.get(kind, &name).cloned()) else {
                         continue;
                     };
                     obj.deleting = None;
                     if kind == Kind::Metal3Machine {
-                        let template = Ref::new(
-                            Kind::Metal3MachineTemplate,
-                            obj.annotations
-                                .get(CLONED_FROM_NAME)
-                                .cloned()
-                                .unwrap_or_default(),
-                        );
-                        let owner = obj
-                            .controller
-                            .clone()
-                            .unwrap_or((Kind::MachineSet, String::new()));
-                        self.create_machine_in(1, owner, &template, true, Some(obj))?;
+                        self.create_metal3machine(1, obj)?;
                     } else {
                         let now = self.now;
                         lock(&self.api).stores[1].create(obj, now);
                     }
                 }
-                if objs.is_empty() {
+                self.move_phase = if objs.is_empty() {
                     let mut all = self.read(|s| s.objects.keys().cloned().collect::<Vec<_>>());
                     self.rng.shuffle(&mut all);
-                    self.move_phase = MovePhase::Delete(all);
+                    MovePhase::Delete(all)
                 } else {
-                    self.move_phase = MovePhase::Create(objs);
-                }
+                    MovePhase::Create(objs)
+                };
                 Ok(Some(self.rng.range(1, 3)))
             }
             MovePhase::Delete(mut objs) => {
@@ -76,44 +60,34 @@ impl Sim<'_> {
                     return Ok(Some(1));
                 }
                 self.write(|s| {
-                    let deleting = match s.get_mut(kind, &name) {
-                        Some(o) => {
-                            o.annotations =
-                                BTreeMap::from([(DELETE_FOR_MOVE.to_string(), String::new())]);
-                            o.finalizers.clear();
-                            o.deleting.is_some()
+                    if let Some(o) = s.get_mut(kind, &name) {
+                        o.annotations =
+                            BTreeMap::from([(DELETE_FOR_MOVE.to_string(), String::new())]);
+                        o.finalizers.clear();
+                        if o.deleting.is_some() {
+                            s.objects.remove(&(kind, name.clone()));
                         }
-                        None => false,
-                    };
-                    if deleting {
-                        s.objects.remove(&(kind, name.clone()));
                     }
                 });
-                match self.delete(kind, &name, "clusterctl")? {
-                    Deleted::Refused(_) => {
-                        let start = self.refused_retry_later(Task::Lifecycle, kind, &name, 5, 60);
-                        if self.now >= start + MOVE_RETRY_BUDGET {
-                            self.move_failed = true;
-                            self.ev(|| {
-                                format!(
-                                    "clusterctl: gave up deleting {} {name}: move failed half done",
-                                    kind.name()
-                                )
-                            });
-                            self.move_phase = MovePhase::Done;
-                            return Ok(None);
-                        }
-                        self.move_phase = MovePhase::Delete(objs);
-                        Ok(Some(1))
-                    }
-                    _ => {
-                        objs.pop();
-                        self.move_phase = MovePhase::Delete(objs);
-                        Ok(Some(self.rng.range(0, 2)))
-                    }
+                if self.delete(kind, &name, "clusterctl")? {
+                    objs.pop();
+                    self.move_phase = MovePhase::Delete(objs);
+                    return Ok(Some(self.rng.range(0, 2)));
                 }
+                let key = (Task::Lifecycle, kind, name.as_str());
+                let start = self.refused_retry_later(key, 5, 60);
+                if self.now < start + MOVE_RETRY_BUDGET {
+                    self.move_phase = MovePhase::Delete(objs);
+                    return Ok(Some(1));
+                }
+                let kind = kind.name();
+                self.ev(|| {
+                    format!("clusterctl: gave up deleting {kind} {name}: move failed half done")
+                });
+                self.move_phase = MovePhase::Failed;
+                Ok(None)
             }
-            MovePhase::Done => Ok(None),
+            MovePhase::Done | MovePhase::Failed => Ok(None),
         }
     }
 }

@@ -6,86 +6,81 @@
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Spec, CLONED_FROM_NAME};
+use super::objects::{Kind, Obj, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
     pub(super) fn cp_controller(&mut self) -> Result<bool> {
         let kind = self.sc.cp_kind;
-        let Some(obj) = self.read(|s| s.get(kind, "edge-a-cp").cloned()) else {
-            return Ok(false);
-        };
-        let Spec::ControlPlane {
-            infra,
-            replicas,
-            max_surge,
+        let Some(Obj {
+            spec: Spec::ControlPlane(cp),
+            deleting,
             ..
-        } = obj.spec.clone()
+        }) = self.read(|s| s.get(kind, CP).cloned())
         else {
             return Ok(false);
         };
-        let machines = self.machines_of(kind, "edge-a-cp");
-        let (paused, _) = self.cluster_state();
-        if paused {
+        let (infra, replicas) = (&cp.infra, cp.replicas);
+        let machines = self.machines_of(kind, CP);
+        if self.cluster_state().0 {
             return Ok(false);
         }
-        if obj.deleting.is_some() {
-            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), &infra) {
+        if deleting.is_some() {
+            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), infra) {
                 return Ok(false);
             }
-            let mut did = false;
-            for m in &machines {
-                if m.deleting.is_none() {
-                    let now = self.now;
-                    self.write(|s| s.delete(Kind::Metal3Machine, &m.name, now));
-                    did = true;
-                }
+            for m in machines.iter().filter(|m| m.deleting.is_none()) {
+                self.mark_deleted(Kind::Metal3Machine, &m.name);
             }
             if machines.is_empty() {
-                self.write(|s| s.drop_finalizer(kind, "edge-a-cp", CP_FINALIZER));
+                self.write(|s| s.drop_finalizer(kind, CP, CP_FINALIZER));
                 self.ev(|| format!("{} gone", kind.name()));
-                return Ok(true);
             }
-            return Ok(did);
+            return Ok(machines.is_empty() || machines.iter().any(|m| m.deleting.is_none()));
         }
         // a missing current template aborts the whole reconcile
-        if !self.fetch(kind.name(), &infra) {
+        if !self.fetch(kind.name(), infra) {
             return Ok(false);
         }
-        self.write(|s| {
-            if let Some(t) = s.get_mut(infra.kind, &infra.name) {
-                t.owner_cluster.get_or_insert_with(|| CLUSTER.to_string());
-            }
-        });
+        self.adopt(&[infra]);
         let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
         if live.len() < machines.len() {
             // one machine at a time
             return Ok(false);
         }
-        let outdated: Vec<&Obj> = live
-            .iter()
-            .copied()
-            .filter(|m| m.annotations.get(CLONED_FROM_NAME) != Some(&infra.name))
-            .collect();
+        let outdated = live.iter().find(|m| m.cloned_from() != Some(&infra.name));
         let all_ready = live.iter().all(|m| self.ready(m));
         let n = live.len() as u32;
-        let target = replicas + if outdated.is_empty() { 0 } else { max_surge };
-        if n < target {
-            return self.create_machine((kind, "edge-a-cp".into()), &infra, false);
+        if n < replicas + if outdated.is_some() { cp.max_surge } else { 0 } {
+            return self.create_machine((kind, CP.into()), infra, false);
         }
-        if all_ready && !outdated.is_empty() && n >= replicas {
-            let v = outdated[0].name.clone();
-            let now = self.now;
-            self.write(|s| s.delete(Kind::Metal3Machine, &v, now));
+        if let Some(v) = outdated.filter(|_| all_ready && n >= replicas) {
+            self.mark_deleted(Kind::Metal3Machine, &v.name);
+            let v = &v.name;
             self.ev(|| format!("{}: rollout, Metal3Machine {v} deleting", kind.name()));
             return Ok(true);
         }
         if n > replicas && all_ready {
-            let v = live[0].name.clone();
-            let now = self.now;
-            self.write(|s| s.delete(Kind::Metal3Machine, &v, now));
+            self.mark_deleted(Kind::Metal3Machine, &live[0].name);
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenario::{Deployer, Lifecycle};
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
+        let stuck: u64 = [Deployer::Keep, Deployer::Helm3, Deployer::Helm4]
+            .into_iter()
+            .flat_map(|d| seeds(d, Lifecycle::NamespaceDeletion))
+            .filter(|seed| scenario(*seed).cp_needs_template_on_delete)
+            .map(|seed| run(seed, false).0.stuck)
+            .sum();
+        assert!(stuck > 0);
     }
 }

@@ -13,6 +13,7 @@ mod controlplane;
 mod deployers;
 mod machinedeployment;
 mod machineset;
+mod objects;
 mod rng;
 mod scenario;
 mod sim;
@@ -29,14 +30,16 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
+use tabled::builder::Builder;
+use tabled::settings::{object::Columns, Alignment, Style};
 
-use crate::admission::{AdmissionResponse, ValidateRequest};
+use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
-use crate::host::{ContextAwareResource, HostState};
+use crate::host::HostState;
 
-use api::{Api, Release, SimHost};
+use api::{Api, SimHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
-use sim::{Admit, AllowAll, Sim, Verdict};
+use sim::{Sim, Verdict};
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
@@ -60,7 +63,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 3)]
     show_failures: usize,
 
-    /// metadata.yml giving contextAwareResources when the module is not annotated
+    /// metadata.yml giving contextAwareResources (default: ./metadata.yml)
     #[arg(long, value_name = "FILE")]
     metadata: Option<PathBuf>,
 
@@ -73,52 +76,46 @@ pub struct SimulateArgs {
     policy: String,
 }
 
-/// The compiled policy as the admission chain.
-struct PolicyAdmit<'p> {
-    policy: &'p Policy,
-    settings: Value,
+/// The compiled policy as the admission chain: what the simulated controllers see of its answer
+/// is the verdict, the status as one message, and the patch decoded.
+fn policy_verdict(policy: &Policy, request: &Value) -> Result<Verdict> {
+    let req = ValidateRequest::build(request)?;
+    let response = policy.validate(&req, &json!({}));
+    let patch = response
+        .patch
+        .as_ref()
+        .map(|b64| -> Result<json_patch::Patch> {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| anyhow!("the policy's patch is not base64: {e}"))?;
+            serde_json::from_slice(&bytes)
+                .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))
+        });
+    let message = response.status.as_ref().map(|status| {
+        let code = status.code.map(|c| c.to_string()).unwrap_or_default();
+        format!("({code}) {}", status.message.as_deref().unwrap_or_default())
+    });
+    Ok(Verdict {
+        allowed: response.allowed,
+        message: message.unwrap_or_default(),
+        patch: patch.transpose()?,
+    })
 }
 
-impl Admit for PolicyAdmit<'_> {
-    fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
-        let req = ValidateRequest::build(request)?;
-        let response = self.policy.validate(&req, &self.settings);
-        Verdict::try_from(&response)
-    }
-}
-
-/// What the simulated controllers see of an admission answer: the verdict, the status as one
-/// message, and the patch decoded.
-impl TryFrom<&AdmissionResponse> for Verdict {
-    type Error = anyhow::Error;
-
-    fn try_from(response: &AdmissionResponse) -> Result<Verdict> {
-        let patch = match &response.patch {
-            Some(b64) => {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(b64)
-                    .map_err(|e| anyhow!("the policy's patch is not base64: {e}"))?;
-                Some(
-                    serde_json::from_slice::<json_patch::Patch>(&bytes)
-                        .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))?,
-                )
-            }
-            None => None,
-        };
-        let message = match &response.status {
-            Some(status) => format!(
-                "({}) {}",
-                status.code.map(|c| c.to_string()).unwrap_or_default(),
-                status.message.clone().unwrap_or_default()
-            ),
-            None => String::new(),
-        };
-        Ok(Verdict {
-            allowed: response.allowed,
-            message,
-            patch,
-        })
-    }
+/// A run of `seed`, with the policy (`Some`) or without it: its scenario, metrics and trace.
+fn run_seed(
+    policy: Option<&Policy>,
+    api: &Arc<Mutex<Api>>,
+    seed: u64,
+    trace: bool,
+) -> Result<(Scenario, Metrics, Vec<String>)> {
+    let mut admit = |request: &Value| match policy {
+        Some(policy) => policy_verdict(policy, request),
+        None => Ok(Verdict::ALLOW),
+    };
+    let mut sim = Sim::new(seed, api.clone(), &mut admit, trace);
+    let metrics = sim.run()?;
+    Ok((sim.sc.clone(), metrics, sim.take_trace()))
 }
 
 /// One flow's (deploy tool and lifecycle) runs, with and without the policy.
@@ -127,131 +124,83 @@ struct Flow {
     seeds: u64,
     with: Metrics,
     without: Metrics,
-    explained: Option<&'static str>,
+}
+
+impl Flow {
+    fn add(&mut self, other: &Flow) {
+        self.seeds += other.seeds;
+        self.with.add(&other.with);
+        self.without.add(&other.without);
+    }
 }
 
 #[derive(Debug, Default)]
 struct Totals {
-    with: Metrics,
-    without: Metrics,
-    runs: u64,
+    all: Flow,
     failing: BTreeSet<u64>,
     /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
-    flows: BTreeMap<(usize, &'static str, usize), Flow>,
+    flows: BTreeMap<(usize, Deployer, usize), Flow>,
 }
 
 impl Totals {
-    fn add(&mut self, sc: &Scenario, with: &Metrics, without: &Metrics) {
-        let deployer = Deployer::ALL
-            .iter()
-            .position(|d| d.label() == sc.deployer.label())
-            .unwrap_or(0);
-        let lifecycle = Lifecycle::ALL
-            .iter()
-            .position(|l| *l == sc.lifecycle)
-            .unwrap_or(0);
-        let flow = self
-            .flows
-            .entry((deployer, sc.deployer.name(), lifecycle))
-            .or_default();
-        flow.seeds += 1;
-        flow.with.add(with);
-        flow.without.add(without);
-        flow.explained = sc.deployer.explained_leak();
-        self.with.add(with);
-        self.without.add(without);
-        self.runs += 1;
+    fn add(&mut self, sc: &Scenario, with: Metrics, without: Metrics) {
+        let run = Flow {
+            seeds: 1,
+            with,
+            without,
+        };
+        let key = (sc.deployer.index(), sc.deployer, sc.lifecycle as usize);
+        self.flows.entry(key).or_default().add(&run);
+        self.all.add(&run);
     }
 
     fn merge(&mut self, other: Totals) {
-        self.with.add(&other.with);
-        self.without.add(&other.without);
-        self.runs += other.runs;
+        self.all.add(&other.all);
         self.failing.extend(other.failing);
         for (key, f) in other.flows {
-            let flow = self.flows.entry(key).or_default();
-            flow.seeds += f.seeds;
-            flow.with.add(&f.with);
-            flow.without.add(&f.without);
-            flow.explained = f.explained;
+            self.flows.entry(key).or_default().add(&f);
         }
     }
-}
-
-struct Shared {
-    wasm: Vec<u8>,
-    origin: String,
-    allow_list: BTreeSet<ContextAwareResource>,
-    enable_cache: bool,
-    verbose: bool,
-}
-
-fn load(shared: &Shared) -> Result<(Policy, Arc<Mutex<Api>>)> {
-    let api = Arc::new(Mutex::new(Api::new(Release {
-        capi_v1beta2: true,
-        metal3_v1beta2: true,
-        rke2: None,
-    })));
-    let state = HostState {
-        allow_list: shared.allow_list.clone(),
-        verbose: shared.verbose,
-        responder: Some(Box::new(SimHost { api: api.clone() })),
-        ..Default::default()
-    };
-    let policy = Policy::load(&shared.wasm, &shared.origin, shared.enable_cache, state)?;
-    let validation = policy.validate_settings(&json!({}));
-    if !validation.valid {
-        bail!(
-            "the policy refuses its default settings {{}}: {}",
-            validation.message.unwrap_or_default()
-        );
-    }
-    Ok((policy, api))
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     let module = PolicyModule::open(&args.policy, args.metadata.as_deref())?;
     let allow_list = module.allow_list(true);
-    let shared = Shared {
-        wasm: module.wasm,
-        origin: module.origin,
-        allow_list,
-        enable_cache: !args.disable_wasmtime_cache,
-        verbose,
+    // the module as one worker loads it, answered from its own simulated cluster
+    let load = || -> Result<(Policy, Arc<Mutex<Api>>)> {
+        let api = Arc::new(Mutex::new(Api::default()));
+        let state = HostState {
+            allow_list: allow_list.clone(),
+            verbose,
+            responder: Some(Box::new(SimHost { api: api.clone() })),
+            ..Default::default()
+        };
+        let cache = !args.disable_wasmtime_cache;
+        let policy = Policy::load(&module.wasm, &module.origin, cache, state)?;
+        let validation = policy.validate_settings(&json!({}));
+        if !validation.valid {
+            bail!(
+                "the policy refuses its default settings {{}}: {}",
+                validation.message.unwrap_or_default()
+            );
+        }
+        Ok((policy, api))
     };
 
     if let Some(seed) = args.seed {
-        let (policy, api) = load(&shared)?;
+        let (policy, api) = load()?;
         let mut failed = false;
         for with_policy in [true, false] {
-            let mut admit_policy = PolicyAdmit {
-                policy: &policy,
-                settings: json!({}),
-            };
-            let mut allow = AllowAll;
-            let admit: &mut dyn Admit = if with_policy {
-                &mut admit_policy
-            } else {
-                &mut allow
-            };
-            let mut sim = Sim::new(seed, api.clone(), admit, true);
-            let metrics = sim.run()?;
-            println!(
-                "seed {seed} {} the policy: {}",
-                if with_policy { "with" } else { "without" },
-                sim.scenario().describe()
-            );
-            for line in sim.take_trace() {
+            let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
+            let with = if with_policy { "with" } else { "without" };
+            println!("seed {seed} {with} the policy: {}", sc.describe());
+            for line in trace {
                 println!("  {line}");
             }
             println!("  => {metrics:?}\n");
-            failed |= with_policy && metrics.failed(sim.scenario().deployer);
+            failed |= with_policy && metrics.failed(sc.deployer);
         }
-        return Ok(if failed {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        });
+        return Ok(ExitCode::from(u8::from(failed)));
     }
 
     let jobs = args
@@ -260,162 +209,132 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         .max(1);
     let next = AtomicU64::new(args.first_seed);
     let end = args.first_seed + args.seeds;
-    let totals = Mutex::new(Totals::default());
     let started = Instant::now();
-    let results: Vec<Result<()>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    let (policy, api) = load(&shared)?;
-                    let mut local = Totals::default();
-                    loop {
-                        let seed = next.fetch_add(1, Ordering::Relaxed);
-                        if seed >= end {
-                            break;
-                        }
-                        let mut admit = PolicyAdmit {
-                            policy: &policy,
-                            settings: json!({}),
-                        };
-                        let mut sim = Sim::new(seed, api.clone(), &mut admit, false);
-                        let with = sim.run()?;
-                        let scenario = sim.scenario().clone();
-                        let mut allow = AllowAll;
-                        let without = Sim::new(seed, api.clone(), &mut allow, false).run()?;
-                        if with.failed(scenario.deployer) {
-                            local.failing.insert(seed);
-                        }
-                        local.add(&scenario, &with, &without);
-                    }
-                    totals
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .merge(local);
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a simulation worker panicked")))
-            })
-            .collect()
-    });
-    for r in results {
-        r?;
-    }
+    let totals = std::thread::scope(|scope| -> Result<Totals> {
+        let worker = || -> Result<Totals> {
+            let (policy, api) = load()?;
+            let mut local = Totals::default();
+            loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end {
+                    break;
+                }
+                let (sc, with, _) = run_seed(Some(&policy), &api, seed, false)?;
+                let (_, without, _) = run_seed(None, &api, seed, false)?;
+                if with.failed(sc.deployer) {
+                    local.failing.insert(seed);
+                }
+                local.add(&sc, with, without);
+            }
+            Ok(local)
+        };
+        let handles: Vec<_> = (0..jobs).map(|_| scope.spawn(worker)).collect();
+        let mut totals = Totals::default();
+        for h in handles {
+            let panicked = |_| Err(anyhow!("a simulation worker panicked"));
+            totals.merge(h.join().unwrap_or_else(panicked)?);
+        }
+        Ok(totals)
+    })?;
     let elapsed = started.elapsed().as_secs_f64();
-    let totals = totals
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     print_table(&args, &totals, elapsed, jobs);
 
-    if !totals.failing.is_empty() {
-        let (policy, api) = load(&shared)?;
-        println!(
-            "\nFAILED with the policy: {} seed(s): {:?}",
-            totals.failing.len(),
-            totals.failing.iter().take(50).collect::<Vec<_>>()
-        );
-        for seed in totals.failing.iter().take(args.show_failures) {
-            let mut admit = PolicyAdmit {
-                policy: &policy,
-                settings: json!({}),
-            };
-            let mut sim = Sim::new(*seed, api.clone(), &mut admit, true);
-            let metrics = sim.run()?;
-            println!(
-                "\nseed {seed}: {}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
-                sim.scenario().describe(),
-                args.policy
-            );
-            for line in sim.take_trace() {
-                println!("  {line}");
-            }
-        }
-        return Ok(ExitCode::from(1));
+    if totals.failing.is_empty() {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    let (policy, api) = load()?;
+    println!(
+        "\nFAILED with the policy: {} seed(s): {:?}",
+        totals.failing.len(),
+        totals.failing.iter().take(50).collect::<Vec<_>>()
+    );
+    for &seed in totals.failing.iter().take(args.show_failures) {
+        let (sc, metrics, trace) = run_seed(Some(&policy), &api, seed, true)?;
+        println!(
+            "\nseed {seed}: {}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
+            sc.describe(),
+            args.policy
+        );
+        for line in trace {
+            println!("  {line}");
+        }
+    }
+    Ok(ExitCode::from(1))
 }
 
-/// A table row: label, the value of a run's metrics, whether it must be 0 with the policy.
-type Row = (&'static str, fn(&Metrics) -> u64, &'static str);
+/// `rows` (the header first) as a Markdown table.
+fn markdown(rows: Vec<Vec<String>>) -> String {
+    let mut table = Builder::from(rows).build();
+    table.with(Style::markdown());
+    table.modify(Columns::new(1..), Alignment::right());
+    table.to_string()
+}
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let rows: [Row; 12] = [
-        ("node-reuse decisions lost", |m| m.lost, " (must be 0)"),
-        (
-            "missing-template reconcile errors",
-            |m| m.missing,
-            " (must be 0)",
-        ),
-        ("stuck flows", |m| m.stuck, " (must be 0)"),
-        (
-            "templates leaked: a delete given up or never made",
+    let row = |label: &str, get: fn(&Metrics) -> u64| {
+        let (with, without) = (get(&t.all.with), get(&t.all.without));
+        vec![label.to_string(), with.to_string(), without.to_string()]
+    };
+    let totals = vec![
+        ["metric", "with policy", "without policy"]
+            .map(String::from)
+            .to_vec(),
+        row("node-reuse decisions lost (must be 0)", |m| m.lost),
+        row("missing-template reconcile errors (must be 0)", |m| {
+            m.missing
+        }),
+        row("stuck flows (must be 0)", |m| m.stuck),
+        row(
+            "templates leaked: a delete given up or never made (explained flows only)",
             |m| m.leaked,
-            " (explained flows only)",
         ),
-        (
-            "templates left at the end, nothing collected them",
+        row(
+            "templates left at the end, nothing collected them (must be 0)",
             |m| m.left,
-            " (must be 0)",
         ),
-        (
-            "refused Metal3Machine creates",
-            |m| m.refused_creates,
-            " (must be 0)",
-        ),
-        ("refused deletes", |m| m.refused, ""),
-        (
+        row("refused Metal3Machine creates (must be 0)", |m| {
+            m.refused_creates
+        }),
+        row("refused deletes", |m| m.refused),
+        row(
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
-            "",
         ),
-        ("retries", |m| m.retries, ""),
-        ("node-reuse decisions made", |m| m.decisions, ""),
-        ("Metal3Machines annotated", |m| m.mutations, ""),
-        (
-            "guarded requests (evaluations, with the policy)",
-            |m| m.admissions,
-            "",
-        ),
+        row("retries", |m| m.retries),
+        row("node-reuse decisions made", |m| m.decisions),
+        row("Metal3Machines annotated", |m| m.mutations),
+        row("guarded requests (evaluations, with the policy)", |m| {
+            m.admissions
+        }),
+        row("host calls", |m| m.host_calls),
     ];
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
         args.first_seed + args.seeds,
-        t.runs * 2,
+        t.all.seeds * 2,
         args.policy
     );
-    println!();
-    println!("| metric | with policy | without policy |");
-    println!("|---|---:|---:|");
-    for (label, get, rule) in rows {
-        println!("| {label}{rule} | {} | {} |", get(&t.with), get(&t.without));
-    }
-    println!("| host calls | {} | 0 |", t.with.host_calls);
-    println!();
-    println!("Per flow, with / without the policy (leaks: * = explained, see below):");
-    println!();
-    println!("| flow | seeds | lost | stuck | leaked |");
-    println!("|---|---:|---:|---:|---:|");
-    for ((_, deployer, l), f) in &t.flows {
-        println!(
-            "| {deployer} {} | {} | {} / {} | {} / {} | {} / {}{} |",
-            Lifecycle::ALL.get(*l).map_or("?", |x| x.label()),
-            f.seeds,
-            f.with.lost,
-            f.without.lost,
-            f.with.stuck,
-            f.without.stuck,
-            f.with.leaked,
-            f.without.leaked,
-            if f.explained.is_some() { " *" } else { "" },
-        );
-    }
-    println!();
+    println!("\n{}\n", markdown(totals));
+    println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
+    let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
+    let flows = t.flows.iter().map(|((_, deployer, l), f)| {
+        let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
+        let star = if deployer.explained_leak().is_some() {
+            " *"
+        } else {
+            ""
+        };
+        [
+            format!("{} {lifecycle}", deployer.name()),
+            f.seeds.to_string(),
+            format!("{} / {}", f.with.lost, f.without.lost),
+            format!("{} / {}", f.with.stuck, f.without.stuck),
+            format!("{} / {}{star}", f.with.leaked, f.without.leaked),
+        ]
+    });
+    let flows = std::iter::once(header).chain(flows).map(Vec::from);
+    println!("{}\n", markdown(flows.collect()));
     println!("Explained leaks (allowed in these flows only; the clean-up job collects them):");
     let variants = [
         Deployer::Flux { retries: true },
@@ -426,10 +345,9 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
             println!("  {}: {why}", d.name());
         }
     }
-    println!();
     println!(
-        "{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
-        t.runs * 2,
-        (t.runs * 2) as f64 / elapsed.max(1e-9)
+        "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
+        t.all.seeds * 2,
+        (t.all.seeds * 2) as f64 / elapsed.max(1e-9)
     );
 }

@@ -20,9 +20,6 @@ impl Rng {
 
     /// Uniform in `0..n` (`n` > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 

@@ -3,14 +3,12 @@
 
 use anyhow::{anyhow, Result};
 
-use super::api::Release;
-use super::api::{
-    Kind, Obj, Ref, Spec, Worker, CLEANUP_LABEL, MS_FINALIZER, MS_TOPOLOGY_FINALIZER,
-};
+use super::objects::{CpSpec, Kind, MdSpec, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
 use super::rng::Rng;
 use super::sim::*;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Ordered as its variants are listed, `retries: false` first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Deployer {
     /// Helm 3: deletes retired templates once; a refused delete is forgotten.
     Helm3,
@@ -54,6 +52,12 @@ impl Deployer {
         }
     }
 
+    /// Its place in [`Deployer::ALL`] (either variant).
+    pub fn index(self) -> usize {
+        let same = |d: &Deployer| d.label() == self.label();
+        Deployer::ALL.iter().position(same).unwrap_or(0)
+    }
+
     /// The label, with the variant the seed drew.
     pub fn name(self) -> &'static str {
         match self {
@@ -80,6 +84,7 @@ impl Deployer {
     }
 }
 
+/// In the order of [`Lifecycle::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lifecycle {
     /// The upgrade alone.
@@ -194,16 +199,15 @@ impl Scenario {
             cp_needs_template_on_delete: false,
         };
         // drawn last, so that the draws above stay what they were before these were modelled
-        if let Deployer::Kustomize { .. } = sc.deployer {
-            sc.deployer = Deployer::Kustomize {
+        sc.deployer = match sc.deployer {
+            Deployer::Kustomize { .. } => Deployer::Kustomize {
                 retries: rng.chance(50),
-            };
-        }
-        if let Deployer::Flux { .. } = sc.deployer {
-            sc.deployer = Deployer::Flux {
+            },
+            Deployer::Flux { .. } => Deployer::Flux {
                 retries: rng.chance(50),
-            };
-        }
+            },
+            other => other,
+        };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
             _ => sc.release.rke2 == Some(true) && rng.chance(40),
@@ -259,19 +263,11 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn add(&mut self, o: &Metrics) {
-        self.decisions += o.decisions;
-        self.lost += o.lost;
-        self.missing += o.missing;
-        self.stuck += o.stuck;
-        self.leaked += o.leaked;
-        self.left += o.left;
-        self.refused += o.refused;
-        self.retries += o.retries;
-        self.refused_creates += o.refused_creates;
-        self.missing_cluster_deleting += o.missing_cluster_deleting;
-        self.admissions += o.admissions;
-        self.mutations += o.mutations;
-        self.host_calls += o.host_calls;
+        macro_rules! add {
+            ($($field:ident)*) => { $(self.$field += o.$field;)* };
+        }
+        add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
+        add!(refused_creates admissions mutations host_calls);
     }
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
@@ -287,125 +283,96 @@ impl Metrics {
 }
 
 impl Sim<'_> {
-    pub(super) fn template(&mut self, kind: Kind, prefix: &str, deployer_managed: bool) -> Obj {
-        let name = self.name(prefix);
-        let mut t = Obj::new(
-            kind,
-            name,
-            Spec::Template {
-                node_reuse: kind == Kind::Metal3MachineTemplate && self.sc.node_reuse,
-                cleaning: if kind == Kind::Metal3MachineTemplate {
-                    self.sc.cleaning.clone()
-                } else {
-                    None
-                },
-            },
-        );
-        if deployer_managed {
-            t.labels.insert(CLEANUP_LABEL.into(), "true".into());
-            t.labels
-                .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
-            if self.sc.deployer == Deployer::Keep {
-                t.annotations
-                    .insert("helm.sh/resource-policy".into(), "keep".into());
-            }
+    /// A template the deploy tool renders, created (owned by the Cluster when `owned`).
+    pub(super) fn new_template(&mut self, kind: Kind, prefix: &str, owned: bool) -> Ref {
+        let m3 = kind == Kind::Metal3MachineTemplate;
+        let spec = Spec::Template {
+            node_reuse: m3 && self.sc.node_reuse,
+            cleaning: self.sc.cleaning.clone().filter(|_| m3),
+        };
+        let mut t = Obj::new(kind, self.name(prefix), spec);
+        t.labels.insert(CLEANUP_LABEL.into(), "true".into());
+        t.labels
+            .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
+        if self.sc.deployer == Deployer::Keep {
+            t.annotations
+                .insert("helm.sh/resource-policy".into(), "keep".into());
         }
-        t
+        if owned {
+            t.owner_cluster = Some(CLUSTER.into());
+        }
+        self.create(t)
     }
 
+    /// The initial state: the Cluster, its templates (or the ClusterClass and the Cluster's
+    /// copies), the control plane and the MachineDeployments, each with its machines ready.
     pub(super) fn build(&mut self) -> Result<()> {
         let mut cluster = Obj::new(Kind::Cluster, CLUSTER, Spec::Cluster { paused: false });
         cluster.finalizers.insert(CLUSTER_FINALIZER.into());
         self.create(cluster);
-        let bk = self.bootstrap_kind();
-        let cp_infra;
+        let (m3mt, bk) = (Kind::Metal3MachineTemplate, self.bootstrap_kind());
         let mut workers = Vec::new();
-        if self.topology() {
-            let cc_cp = self.template(Kind::Metal3MachineTemplate, "cc-cp", true);
-            let cc_cp = self.create(cc_cp);
-            let mut class_workers = Vec::new();
-            for i in 0..self.sc.mds.len() {
-                let infra = self.template(Kind::Metal3MachineTemplate, "cc-workers", true);
-                let infra = self.create(infra);
-                let boot = self.template(bk, "cc-bootstrap", true);
-                let boot = self.create(boot);
-                class_workers.push(Worker {
+        let cp_infra = if self.topology() {
+            let cc_cp = self.new_template(m3mt, "cc-cp", false);
+            let class_workers: Vec<Worker> = (0..self.sc.mds.len())
+                .map(|i| Worker {
                     class: format!("pool{i}"),
-                    infra,
-                    bootstrap: boot,
-                });
-            }
-            let cc = Obj::new(
-                Kind::ClusterClass,
-                CLASS,
-                Spec::ClusterClass {
-                    cp_infra: cc_cp.clone(),
-                    workers: class_workers.clone(),
-                },
-            );
-            self.create(cc);
-            let c = self
-                .clone_of(&cc_cp, "edge-a-cp")
-                .ok_or_else(|| anyhow!("class template missing"))?;
-            cp_infra = self.create(c);
+                    infra: self.new_template(m3mt, "cc-workers", false),
+                    bootstrap: self.new_template(bk, "cc-bootstrap", false),
+                })
+                .collect();
+            let spec = Spec::ClusterClass {
+                cp_infra: cc_cp.clone(),
+                workers: class_workers.clone(),
+            };
+            self.create(Obj::new(Kind::ClusterClass, CLASS, spec));
+            let missing = || anyhow!("class template missing");
+            let cp_infra = self.copy_of(&cc_cp, CP).ok_or_else(missing)?;
             for w in &class_workers {
-                let i = self
-                    .clone_of(&w.infra, &format!("edge-a-{}-infra", w.class))
-                    .ok_or_else(|| anyhow!("class template missing"))?;
-                let b = self
-                    .clone_of(&w.bootstrap, &format!("edge-a-{}-bootstrap", w.class))
-                    .ok_or_else(|| anyhow!("class template missing"))?;
-                workers.push((self.create(i), self.create(b)));
+                let infra = self.copy_of(&w.infra, &format!("edge-a-{}-infra", w.class));
+                let boot = self.copy_of(&w.bootstrap, &format!("edge-a-{}-bootstrap", w.class));
+                workers.push((infra.ok_or_else(missing)?, boot.ok_or_else(missing)?));
             }
+            cp_infra
         } else {
-            let mut t = self.template(Kind::Metal3MachineTemplate, "edge-a-cp", true);
-            t.owner_cluster = Some(CLUSTER.into());
-            cp_infra = self.create(t);
+            let cp_infra = self.new_template(m3mt, CP, true);
             for i in 0..self.sc.mds.len() {
-                let mut a =
-                    self.template(Kind::Metal3MachineTemplate, &format!("edge-a-md{i}"), true);
-                a.owner_cluster = Some(CLUSTER.into());
-                let mut b = self.template(bk, &format!("edge-a-md{i}-bootstrap"), true);
-                b.owner_cluster = Some(CLUSTER.into());
-                workers.push((self.create(a), self.create(b)));
+                let infra = self.new_template(m3mt, &format!("edge-a-md{i}"), true);
+                let boot = self.new_template(bk, &format!("edge-a-md{i}-bootstrap"), true);
+                workers.push((infra, boot));
             }
-        }
-        let mut cp = Obj::new(
-            self.sc.cp_kind,
-            "edge-a-cp",
-            Spec::ControlPlane {
-                infra: cp_infra.clone(),
-                replicas: self.sc.cp_replicas,
-                max_surge: self.sc.cp_surge,
-                legacy_ref: self.sc.cp_kind == Kind::Rke2ControlPlane && self.rng.chance(30),
-            },
-        );
+            cp_infra
+        };
+        let (kind, replicas) = (self.sc.cp_kind, self.sc.cp_replicas);
+        let spec = Spec::ControlPlane(CpSpec {
+            infra: cp_infra.clone(),
+            replicas,
+            max_surge: self.sc.cp_surge,
+            legacy_ref: kind == Kind::Rke2ControlPlane && self.rng.chance(30),
+        });
+        let mut cp = Obj::new(kind, CP, spec);
         cp.finalizers.insert(CP_FINALIZER.into());
         cp.owner_cluster = Some(CLUSTER.into());
         self.create(cp);
-        for _ in 0..self.sc.cp_replicas {
-            self.create_machine((self.sc.cp_kind, "edge-a-cp".into()), &cp_infra, true)?;
+        for _ in 0..replicas {
+            self.create_machine((kind, CP.into()), &cp_infra, true)?;
         }
-        for (i, (infra, boot)) in workers.into_iter().enumerate() {
-            let (replicas, surge, unavailable) = self.sc.mds[i];
+        for (i, ((infra, boot), (replicas, max_surge, max_unavailable))) in
+            workers.into_iter().zip(self.sc.mds.clone()).enumerate()
+        {
             let md_name = format!("edge-a-md{i}");
-            let mut md = Obj::new(
-                Kind::MachineDeployment,
-                md_name.clone(),
-                Spec::MachineDeployment {
-                    infra: infra.clone(),
-                    bootstrap: boot.clone(),
-                    replicas,
-                    max_surge: surge,
-                    max_unavailable: unavailable,
-                },
-            );
+            let spec = Spec::MachineDeployment(MdSpec {
+                infra: infra.clone(),
+                bootstrap: boot.clone(),
+                replicas,
+                max_surge,
+                max_unavailable,
+            });
+            let mut md = Obj::new(Kind::MachineDeployment, md_name.clone(), spec);
             md.finalizers.insert(MD_FINALIZER.into());
-            if self.topology() {
-                md.finalizers.insert(MD_TOPOLOGY_FINALIZER.into());
-            }
             md.owner_cluster = Some(CLUSTER.into());
             if self.topology() {
+                md.finalizers.insert(MD_TOPOLOGY_FINALIZER.into());
                 md.labels.insert(
                     "topology.cluster.x-k8s.io/deployment-name".into(),
                     format!("pool{i}"),
@@ -416,49 +383,8 @@ impl Sim<'_> {
             for _ in 0..replicas {
                 self.create_machine((Kind::MachineSet, ms.clone()), &infra, true)?;
             }
-            self.write(|s| {
-                if let Some(Obj {
-                    spec:
-                        Spec::MachineSet {
-                            status_replicas, ..
-                        },
-                    ..
-                }) = s.get_mut(Kind::MachineSet, &ms)
-                {
-                    *status_replicas = Some(replicas);
-                }
-            });
+            self.set_replicas(&ms, replicas, true);
         }
         Ok(())
-    }
-
-    pub(super) fn new_machineset(
-        &mut self,
-        md: &str,
-        infra: &Ref,
-        boot: &Ref,
-        replicas: u32,
-    ) -> String {
-        let name = self.name(md);
-        let mut ms = Obj::new(
-            Kind::MachineSet,
-            name.clone(),
-            Spec::MachineSet {
-                infra: infra.clone(),
-                bootstrap: boot.clone(),
-                replicas,
-                status_replicas: None,
-            },
-        );
-        ms.finalizers.insert(MS_FINALIZER.into());
-        if self.topology() {
-            ms.finalizers.insert(MS_TOPOLOGY_FINALIZER.into());
-        }
-        ms.owner_cluster = Some(CLUSTER.into());
-        ms.controller = Some((Kind::MachineDeployment, md.to_string()));
-        ms.labels
-            .insert("cluster.x-k8s.io/deployment-name".into(), md.to_string());
-        self.create(ms);
-        name
     }
 }

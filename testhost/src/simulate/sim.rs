@@ -6,25 +6,30 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use serde_json::{json, Value};
 
-use super::api::{
-    render, Api, Kind, Obj, Ref, Spec, Store, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, NAMESPACE,
-};
+use super::api::{lock, render, Api};
+use super::objects::{Kind, Obj, Ref, Spec, Store, NAMESPACE};
 use super::rng::Rng;
 use super::scenario::{Deployer, Lifecycle, Metrics, Scenario};
+use crate::kube;
 
 pub(super) const CLUSTER: &str = "edge-a";
+/// The control plane's name.
+pub(super) const CP: &str = "edge-a-cp";
+pub(super) const CLASS: &str = "metal3-kubeadm";
+pub(super) const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+pub(super) const TOPOLOGY_OWNED: &str = "topology.cluster.x-k8s.io/owned";
 pub(super) const CLUSTER_FINALIZER: &str = "cluster.cluster.x-k8s.io";
 pub(super) const MD_FINALIZER: &str = "cluster.x-k8s.io/machinedeployment";
 pub(super) const MD_TOPOLOGY_FINALIZER: &str = "machinedeployment.topology.cluster.x-k8s.io";
+pub(super) const MS_FINALIZER: &str = "cluster.x-k8s.io/machineset";
+pub(super) const MS_TOPOLOGY_FINALIZER: &str = "machineset.topology.cluster.x-k8s.io";
 pub(super) const CP_FINALIZER: &str = "controlplane.cluster.x-k8s.io";
 pub(super) const M3M_FINALIZER: &str = "metal3machine.infrastructure.cluster.x-k8s.io";
-pub(super) const TOPOLOGY_OWNED: &str = "topology.cluster.x-k8s.io/owned";
-pub(super) const CLASS: &str = "metal3-kubeadm";
 pub(super) const HOUR: u64 = 3600;
 /// A flow that has not finished this long after it started is stuck.
 pub const FLOW_BOUND: u64 = 6 * HOUR;
@@ -43,23 +48,18 @@ pub struct Verdict {
     pub patch: Option<json_patch::Patch>,
 }
 
+impl Verdict {
+    /// No policy installed: every request is allowed unchanged.
+    pub const ALLOW: Verdict = Verdict {
+        allowed: true,
+        message: String::new(),
+        patch: None,
+    };
+}
+
 /// The admission chain for guarded requests.
-pub trait Admit {
-    fn admit(&mut self, request: &Value, api: &Arc<Mutex<Api>>) -> Result<Verdict>;
-}
+pub type Admit<'a> = &'a mut dyn FnMut(&Value) -> Result<Verdict>;
 
-/// No policy installed: every request is allowed unchanged.
-pub struct AllowAll;
-
-impl Admit for AllowAll {
-    fn admit(&mut self, _request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
-        Ok(Verdict {
-            allowed: true,
-            message: String::new(),
-            patch: None,
-        })
-    }
-}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Task {
     Deployer,
@@ -77,13 +77,10 @@ pub(super) enum Task {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum DeployPhase {
     Apply,
-    Delete {
-        attempt: u32,
-    },
+    /// Deleting what the upgrade retired; the attempt.
+    Delete(u32),
     /// helm-controller rolled the release back after a failed attempt; the upgrade runs again.
-    Reapply {
-        attempt: u32,
-    },
+    Reapply(u32),
     Done,
 }
 
@@ -93,15 +90,8 @@ pub(super) enum MovePhase {
     Create(Vec<(Kind, String)>),
     Delete(Vec<(Kind, String)>),
     Done,
-}
-
-/// Outcome of a DELETE.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Deleted {
-    Gone,
-    Deleting,
-    Refused(String),
-    NotFound,
+    /// A delete given up: the move failed half done.
+    Failed,
 }
 
 pub struct Sim<'a> {
@@ -110,9 +100,9 @@ pub struct Sim<'a> {
     pub(super) now: u64,
     pub(super) queue: BinaryHeap<Reverse<(u64, u64, Task)>>,
     pub(super) api: Arc<Mutex<Api>>,
-    pub(super) admit: &'a mut dyn Admit,
+    pub(super) admit: Admit<'a>,
     pub(super) sc: Scenario,
-    pub m: Metrics,
+    pub(super) m: Metrics,
     pub(super) trace: Option<Vec<String>>,
     pub(super) names: u64,
     pub(super) deploy: DeployPhase,
@@ -129,14 +119,10 @@ pub struct Sim<'a> {
     pub(super) backoff: BTreeMap<(Task, Kind, String), (u64, u64, u64)>,
     pub(super) missing_seen: BTreeSet<(String, Ref)>,
     pub(super) flow_done: Option<u64>,
-    pub(super) move_failed: bool,
-}
-pub(super) fn lock(api: &Arc<Mutex<Api>>) -> std::sync::MutexGuard<'_, Api> {
-    api.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<'a> Sim<'a> {
-    pub fn new(seed: u64, api: Arc<Mutex<Api>>, admit: &'a mut dyn Admit, trace: bool) -> Sim<'a> {
+    pub fn new(seed: u64, api: Arc<Mutex<Api>>, admit: Admit<'a>, trace: bool) -> Sim<'a> {
         let mut rng = Rng::new(seed);
         let sc = Scenario::generate(seed, &mut rng);
         *lock(&api) = Api::new(sc.release);
@@ -161,12 +147,7 @@ impl<'a> Sim<'a> {
             backoff: BTreeMap::new(),
             missing_seen: BTreeSet::new(),
             flow_done: None,
-            move_failed: false,
         }
-    }
-
-    pub fn scenario(&self) -> &Scenario {
-        &self.sc
     }
 
     pub fn take_trace(&mut self) -> Vec<String> {
@@ -181,13 +162,15 @@ impl<'a> Sim<'a> {
     }
 
     pub(super) fn read<R>(&self, f: impl FnOnce(&Store) -> R) -> R {
-        let api = lock(&self.api);
-        f(&api.stores[0])
+        f(&lock(&self.api).stores[0])
     }
 
     pub(super) fn write<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
-        let mut api = lock(&self.api);
-        f(&mut api.stores[0])
+        f(&mut lock(&self.api).stores[0])
+    }
+
+    pub(super) fn spec(&self, kind: Kind, name: &str) -> Option<Spec> {
+        self.read(|s| s.get(kind, name).map(|o| o.spec.clone()))
     }
 
     pub(super) fn schedule(&mut self, task: Task, delay: u64) {
@@ -213,235 +196,129 @@ impl<'a> Sim<'a> {
         self.sc.deployer == Deployer::Topology
     }
 
-    /// A per-cluster copy of a ClusterClass template, owned by the topology.
-    pub(super) fn clone_of(&mut self, source: &Ref, prefix: &str) -> Option<Obj> {
-        let spec = self.read(|s| s.get(source.kind, &source.name).map(|o| o.spec.clone()))?;
+    /// The Cluster's own copy of a ClusterClass template, owned by the topology, created.
+    pub(super) fn copy_of(&mut self, source: &Ref, prefix: &str) -> Option<Ref> {
+        let spec = self.spec(source.kind, &source.name)?;
         let mut t = Obj::new(source.kind, self.name(prefix), spec);
         t.labels.insert(TOPOLOGY_OWNED.into(), String::new());
-        t.labels
-            .insert("cluster.x-k8s.io/cluster-name".into(), CLUSTER.into());
-        t.annotations
-            .insert(CLONED_FROM_NAME.into(), source.name.clone());
-        t.annotations.insert(
-            CLONED_FROM_GROUPKIND.into(),
-            format!("{}.{}", source.kind.name(), source.kind.group()),
-        );
+        t.labels.insert(CLUSTER_NAME_LABEL.into(), CLUSTER.into());
+        t.set_cloned_from(source);
         t.owner_cluster = Some(CLUSTER.into());
-        Some(t)
+        Some(self.create(t))
     }
 
     pub(super) fn create(&mut self, obj: Obj) -> Ref {
-        let r = Ref::new(obj.kind, obj.name.clone());
+        let r = obj.to_ref();
         let now = self.now;
         self.write(|s| s.create(obj, now));
         r
     }
 
-    pub(super) fn request(
+    /// The API server's part of a delete, for what no admission chain guards.
+    pub(super) fn mark_deleted(&self, kind: Kind, name: &str) {
+        let now = self.now;
+        self.write(|s| s.delete(kind, name, now))
+    }
+
+    /// The control plane's infrastructure template, unless the control plane is gone (or, with
+    /// `live`, being deleted).
+    pub(super) fn cp_infra(&self, live: bool) -> Option<Ref> {
+        self.read(|s| match s.get(self.sc.cp_kind, CP)? {
+            Obj {
+                deleting: Some(_), ..
+            } if live => None,
+            o => o.spec.templates().first().map(|r| (*r).clone()),
+        })
+    }
+
+    /// Points the control plane at `new` (what a deploy tool or the topology controller writes).
+    pub(super) fn point_control_plane(&self, new: &Ref) {
+        self.write(|s| {
+            if let Some(Spec::ControlPlane(cp)) = s.spec_mut(self.sc.cp_kind, CP) {
+                cp.infra = new.clone();
+            }
+        });
+    }
+
+    /// A guarded DELETE or CREATE of `obj` by `user`: the AdmissionReview request, with `obj` at
+    /// a version the release serves, sent to the admission chain, which reads `store` (1: the
+    /// target of a move). The verdict, and the object as sent.
+    pub(super) fn admit(
         &mut self,
         operation: &str,
-        kind: Kind,
-        name: &str,
-        version: &str,
-        obj: Value,
+        obj: &Obj,
         user: &str,
-    ) -> Value {
+        store: usize,
+    ) -> Result<(Verdict, Value)> {
+        let (kind, version) = (obj.kind, self.served_version(obj.kind));
+        let mut value = render(obj, version, &self.sc.release);
+        let (key, options) = if operation == "DELETE" {
+            let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
+            ("oldObject", options)
+        } else {
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                // assigned by the API server, after admission
+                for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+                    meta.remove(key);
+                }
+                // written by the API server too (the clients send none)
+                meta.remove("managedFields");
+            }
+            let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"});
+            ("object", options)
+        };
         self.names += 1;
         let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
-        let gvr = json!({"group": kind.group(), "version": version, "resource": kind.plural()});
-        let mut req = json!({
+        let gvr = json!({"group": kind.group(), "version": version, "resource": kube::plural(kind.name())});
+        let mut request = json!({
             "uid": format!("{:08x}-{:04x}", self.seed, self.names),
             "kind": gvk,
             "resource": gvr,
             "requestKind": gvk,
             "requestResource": gvr,
-            "name": name,
+            "name": obj.name,
             "namespace": NAMESPACE,
             "operation": operation,
             "userInfo": {"username": user, "groups": ["system:authenticated"]},
             "dryRun": false,
+            "options": options,
         });
-        if let Some(map) = req.as_object_mut() {
-            if operation == "DELETE" {
-                map.insert("oldObject".into(), obj);
-                map.insert(
-                    "options".into(),
-                    json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}),
-                );
-            } else {
-                map.insert("object".into(), obj);
-                map.insert(
-                    "options".into(),
-                    json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
-                );
-            }
-        }
-        req
+        request[key] = value.clone();
+        self.m.admissions += 1;
+        lock(&self.api).active = store;
+        let verdict = (self.admit)(&request);
+        lock(&self.api).active = 0;
+        Ok((verdict?, value))
     }
 
     pub(super) fn served_version(&mut self, kind: Kind) -> &'static str {
-        let release = self.sc.release;
-        if release.serves(kind, "v1beta2") && self.rng.chance(60) {
+        if self.sc.release.serves(kind, "v1beta2") && self.rng.chance(60) {
             "v1beta2"
         } else {
             "v1beta1"
         }
     }
 
-    /// DELETE of an object; templates go through the admission chain.
-    pub(super) fn delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<Deleted> {
+    /// DELETE of an object; templates go through the admission chain. False when it refused.
+    pub(super) fn delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<bool> {
         let Some(obj) = self.read(|s| s.get(kind, name).cloned()) else {
-            return Ok(Deleted::NotFound);
+            return Ok(true);
         };
         if obj.deleting.is_some() {
-            return Ok(Deleted::Deleting);
+            return Ok(true);
         }
         if kind.is_template() {
-            let version = self.served_version(kind);
-            let old = render(&obj, version, &self.sc.release);
-            let req = self.request("DELETE", kind, name, version, old, user);
-            self.m.admissions += 1;
-            let verdict = self.admit.admit(&req, &self.api)?;
+            let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
                 self.m.refused += 1;
-                let msg = verdict.message.clone();
-                self.ev(|| format!("{user}: DELETE {} {name} REFUSED: {msg}", kind.name()));
-                return Ok(Deleted::Refused(verdict.message));
+                let kind = kind.name();
+                self.ev(|| format!("{user}: DELETE {kind} {name} REFUSED: {}", verdict.message));
+                return Ok(false);
             }
         }
-        let now = self.now;
-        let gone = self.write(|s| s.delete(kind, name, now));
+        self.mark_deleted(kind, name);
         self.ev(|| format!("{user}: DELETE {} {name} accepted", kind.name()));
-        Ok(if gone {
-            Deleted::Gone
-        } else {
-            Deleted::Deleting
-        })
-    }
-
-    /// A Machine and its Metal3Machine, cloned from `template` (CREATE goes through the
-    /// mutation). `ready` machines are provisioned already.
-    pub(super) fn create_machine(
-        &mut self,
-        owner: (Kind, String),
-        template: &Ref,
-        ready: bool,
-    ) -> Result<bool> {
-        self.create_machine_in(0, owner, template, ready, None)
-    }
-
-    pub(super) fn create_machine_in(
-        &mut self,
-        store: usize,
-        owner: (Kind, String),
-        template: &Ref,
-        ready: bool,
-        moved: Option<Obj>,
-    ) -> Result<bool> {
-        let mut obj = match moved {
-            Some(o) => o,
-            None => {
-                let Some(Spec::Template {
-                    node_reuse,
-                    cleaning,
-                }) = self.read(|s| s.get(template.kind, &template.name).map(|t| t.spec.clone()))
-                else {
-                    return Ok(false);
-                };
-                let name = self.name(&owner.1);
-                let mut m = Obj::new(
-                    Kind::Metal3Machine,
-                    name,
-                    Spec::Metal3Machine {
-                        cleaning,
-                        ready_at: if ready {
-                            0
-                        } else {
-                            self.now + self.rng.range(180, 900)
-                        },
-                        intent: node_reuse,
-                    },
-                );
-                m.annotations
-                    .insert(CLONED_FROM_NAME.into(), template.name.clone());
-                m.annotations.insert(
-                    CLONED_FROM_GROUPKIND.into(),
-                    format!("{}.{}", template.kind.name(), template.kind.group()),
-                );
-                m.labels
-                    .insert("cluster.x-k8s.io/cluster-name".into(), CLUSTER.into());
-                m.finalizers.insert(M3M_FINALIZER.into());
-                m.controller = Some(owner);
-                m
-            }
-        };
-        let version = self.served_version(Kind::Metal3Machine);
-        let mut value = render(&obj, version, &self.sc.release);
-        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            // not assigned yet on CREATE
-            for key in [
-                "uid",
-                "resourceVersion",
-                "creationTimestamp",
-                "generation",
-                "managedFields",
-            ] {
-                meta.remove(key);
-            }
-        }
-        let name = obj.name.clone();
-        let req = self.request(
-            "CREATE",
-            Kind::Metal3Machine,
-            &name,
-            version,
-            value.clone(),
-            "system:serviceaccount:capi-system:capi-manager",
-        );
-        self.m.admissions += 1;
-        lock(&self.api).active = store;
-        let verdict = self.admit.admit(&req, &self.api);
-        lock(&self.api).active = 0;
-        let verdict = verdict?;
-        if !verdict.allowed {
-            self.m.refused_creates += 1;
-            let msg = verdict.message.clone();
-            self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {msg}"));
-            return Ok(false);
-        }
-        if let Some(patch) = &verdict.patch {
-            json_patch::patch(&mut value, patch)
-                .map_err(|e| anyhow!("the policy's patch does not apply to {name}: {e}"))?;
-            self.m.mutations += 1;
-            if let Some(ann) = value
-                .pointer("/metadata/annotations")
-                .and_then(Value::as_object)
-            {
-                obj.annotations = ann
-                    .iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                    .collect();
-            }
-            if let Spec::Metal3Machine { cleaning, .. } = &mut obj.spec {
-                *cleaning = value
-                    .pointer("/spec/automatedCleaningMode")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-            }
-        }
-        let now = self.now;
-        let created = lock(&self.api).stores[store].create(obj, now);
-        self.ev(|| {
-            format!(
-                "CREATE Metal3Machine {name} from {template}{}",
-                if created {
-                    ""
-                } else {
-                    " (namespace terminating)"
-                }
-            )
-        });
-        Ok(created)
+        Ok(true)
     }
 
     /// A template a deploy tool or controller will not try to delete again.
@@ -455,41 +332,33 @@ impl<'a> Sim<'a> {
         if self.read(|s| s.exists(r)) {
             return true;
         }
-        let key = (reader.to_string(), r.clone());
-        if self.missing_seen.insert(key) {
+        if self.missing_seen.insert((reader.to_string(), r.clone())) {
             let (_, cluster_deleting) = self.cluster_state();
-            if cluster_deleting {
+            let why = if cluster_deleting {
                 self.m.missing_cluster_deleting += 1;
+                " (Cluster being deleted)"
             } else {
                 self.m.missing += 1;
-            }
-            self.ev(|| {
-                format!(
-                    "{reader}: reconcile error, {r} not found{}",
-                    if cluster_deleting {
-                        " (Cluster being deleted)"
-                    } else {
-                        ""
-                    }
-                )
-            });
+                ""
+            };
+            self.ev(|| format!("{reader}: reconcile error, {r} not found{why}"));
         }
         false
     }
 
-    /// Whether `(task, kind, name)` may be tried now; records a retry when it is a retry.
-    pub(super) fn due(&mut self, task: Task, kind: Kind, name: &str) -> bool {
-        match self.backoff.get(&(task, kind, name.to_string())) {
-            Some((next, _, _)) => *next <= self.now,
-            None => true,
-        }
+    /// Whether `(task, kind, name)` may be tried now (it is not waiting for a retry).
+    pub(super) fn due(&self, task: Task, kind: Kind, name: &str) -> bool {
+        let key = (task, kind, name.to_string());
+        self.backoff
+            .get(&key)
+            .is_none_or(|(next, ..)| *next <= self.now)
     }
 
+    /// Records a retry of a refused delete, the delay doubling from `first` up to `max`; returns
+    /// when the first attempt was.
     pub(super) fn refused_retry_later(
         &mut self,
-        task: Task,
-        kind: Kind,
-        name: &str,
+        (task, kind, name): (Task, Kind, &str),
         first: u64,
         max: u64,
     ) -> u64 {
@@ -519,8 +388,7 @@ impl<'a> Sim<'a> {
     pub fn run(&mut self) -> Result<Metrics> {
         self.build()?;
         self.ev(|| "initial state built".to_string());
-        let upgrade_at = self.sc.upgrade_at;
-        self.schedule(Task::Deployer, upgrade_at);
+        self.schedule(Task::Deployer, self.sc.upgrade_at);
         if self.topology() {
             self.schedule(Task::Topology, 5);
         }
@@ -536,11 +404,9 @@ impl<'a> Sim<'a> {
             self.schedule(t, d);
         }
         if self.sc.lifecycle != Lifecycle::None {
-            let at = self.sc.lifecycle_at;
-            self.schedule(Task::Lifecycle, at);
+            self.schedule(Task::Lifecycle, self.sc.lifecycle_at);
         }
-        let off = self.sc.cleanup_offset;
-        self.schedule(Task::Cleanup, off);
+        self.schedule(Task::Cleanup, self.sc.cleanup_offset);
 
         while let Some(Reverse((t, _, task))) = self.queue.pop() {
             if t > HORIZON {
@@ -559,68 +425,32 @@ impl<'a> Sim<'a> {
         Ok(self.m.clone())
     }
 
-    pub(super) fn busy(&mut self, did: bool) -> Option<u64> {
-        Some(if did {
-            self.rng.range(1, 8)
-        } else {
-            self.rng.range(15, 60)
-        })
-    }
-
-    pub(super) fn step(&mut self, task: Task) -> Result<Option<u64>> {
-        Ok(match task {
-            Task::Deployer => self.deployer()?,
-            Task::Topology => {
-                let did = self.topology_step()?;
-                self.busy(did)
-            }
-            Task::MdController => {
-                let did = self.md_controller()?;
-                self.busy(did)
-            }
-            Task::MsController => {
-                let did = self.ms_controller()?;
-                self.busy(did)
-            }
-            Task::CpController => {
-                let did = self.cp_controller()?;
-                self.busy(did)
-            }
-            Task::Capm3 => {
-                let did = self.capm3();
-                Some(if did {
-                    self.rng.range(20, 120)
-                } else {
-                    self.rng.range(10, 40)
-                })
-            }
-            Task::ClusterController => {
-                let did = self.cluster_controller();
-                self.busy(did)
-            }
-            Task::GarbageCollector => {
-                let did = self.garbage_collector()?;
-                self.busy(did)
-            }
-            Task::Lifecycle => self.lifecycle()?,
+    /// Runs `task`; returns when to wake it again.
+    fn step(&mut self, task: Task) -> Result<Option<u64>> {
+        let did = match task {
+            Task::Deployer => return self.deployer(),
+            Task::Lifecycle => return self.lifecycle(),
             Task::Cleanup => {
                 self.cleanup_job()?;
-                Some(HOUR)
+                return Ok(Some(HOUR));
             }
-        })
+            Task::Capm3 => {
+                let (lo, hi) = if self.capm3() { (20, 120) } else { (10, 40) };
+                return Ok(Some(self.rng.range(lo, hi)));
+            }
+            Task::Topology => self.topology_step()?,
+            Task::MdController => self.md_controller()?,
+            Task::MsController => self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)?,
+            Task::CpController => self.cp_controller()?,
+            Task::ClusterController => self.cluster_controller(),
+            Task::GarbageCollector => self.garbage_collector()?,
+        };
+        let (lo, hi) = if did { (1, 8) } else { (15, 60) };
+        Ok(Some(self.rng.range(lo, hi)))
     }
 
     pub(super) fn machines_of(&self, owner: Kind, name: &str) -> Vec<Obj> {
-        self.read(|s| {
-            s.of_kind(Kind::Metal3Machine)
-                .filter(|m| {
-                    m.controller
-                        .as_ref()
-                        .is_some_and(|(k, n)| *k == owner && n == name)
-                })
-                .cloned()
-                .collect()
-        })
+        self.read(|s| s.owned(Kind::Metal3Machine, owner, name).cloned().collect())
     }
 
     pub(super) fn ready(&self, m: &Obj) -> bool {
@@ -644,7 +474,7 @@ impl<'a> Sim<'a> {
         Ok(did)
     }
 
-    pub(super) fn lifecycle(&mut self) -> Result<Option<u64>> {
+    fn lifecycle(&mut self) -> Result<Option<u64>> {
         if !self.lifecycle_started {
             self.lifecycle_started = true;
             let label = self.sc.lifecycle.label();
@@ -662,129 +492,58 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// What the tests of the actors share: runs of a seed and the seeds of a flow.
 #[cfg(test)]
-mod tests {
-    use super::super::api::Release;
+pub(super) mod testing {
     use super::*;
 
-    fn run(seed: u64) -> (Metrics, Vec<String>) {
-        let api = Arc::new(Mutex::new(Api::new(Release {
-            capi_v1beta2: true,
-            metal3_v1beta2: true,
-            rke2: None,
-        })));
-        let mut allow = AllowAll;
-        let mut sim = Sim::new(seed, api, &mut allow, true);
+    /// A run of `seed` without the policy, or refusing every template DELETE (as the policy does
+    /// for templates in use).
+    pub fn run(seed: u64, refuse_deletes: bool) -> (Metrics, Vec<String>) {
+        let mut admit = |request: &Value| {
+            Ok(Verdict {
+                allowed: !refuse_deletes || request["operation"] != "DELETE",
+                message: "(409) in use".to_string(),
+                patch: None,
+            })
+        };
+        let mut sim = Sim::new(seed, Arc::default(), &mut admit, true);
         let metrics = sim.run().unwrap();
         (metrics, sim.take_trace())
+    }
+
+    pub fn scenario(seed: u64) -> Scenario {
+        Scenario::generate(seed, &mut Rng::new(seed))
+    }
+
+    /// The index of a flow: deployer, then lifecycle.
+    pub fn flow(deployer: Deployer, lifecycle: Lifecycle) -> u64 {
+        (lifecycle as usize * Deployer::ALL.len() + deployer.index()) as u64
+    }
+
+    /// 20 seeds of a flow.
+    pub fn seeds(deployer: Deployer, lifecycle: Lifecycle) -> impl Iterator<Item = u64> {
+        let flows = (Deployer::ALL.len() * Lifecycle::ALL.len()) as u64;
+        (0..20).map(move |i| i * flows + flow(deployer, lifecycle))
     }
 
     #[test]
     fn a_seed_replays_exactly() {
         for seed in [3, 7, 40] {
-            assert_eq!(run(seed), run(seed));
+            assert_eq!(run(seed, false), run(seed, false));
         }
-    }
-
-    /// Refuses every template DELETE, as the policy does for templates in use.
-    struct RefuseDeletes;
-
-    impl Admit for RefuseDeletes {
-        fn admit(&mut self, request: &Value, _api: &Arc<Mutex<Api>>) -> Result<Verdict> {
-            Ok(Verdict {
-                allowed: request["operation"] != "DELETE",
-                message: "(409) in use".to_string(),
-                patch: None,
-            })
-        }
-    }
-
-    fn seeds(deployer: Deployer, lifecycle: Lifecycle) -> impl Iterator<Item = u64> {
-        let flows = (Deployer::ALL.len() * Lifecycle::ALL.len()) as u64;
-        let d = Deployer::ALL
-            .iter()
-            .position(|x| x.label() == deployer.label())
-            .unwrap();
-        let l = Lifecycle::ALL.iter().position(|x| *x == lifecycle).unwrap();
-        (0..20).map(move |i| i * flows + (l * Deployer::ALL.len() + d) as u64)
     }
 
     #[test]
     fn every_flow_is_chosen_evenly() {
         let flows = Deployer::ALL.len() * Lifecycle::ALL.len();
-        let chosen: BTreeSet<(&str, usize)> = (0..flows as u64)
-            .map(|seed| {
-                let sc = Scenario::generate(seed, &mut Rng::new(seed));
-                let lifecycle = Lifecycle::ALL.iter().position(|l| *l == sc.lifecycle);
-                (sc.deployer.label(), lifecycle.unwrap())
-            })
+        let chosen: BTreeSet<u64> = (0..flows as u64)
+            .map(|seed| flow(scenario(seed).deployer, scenario(seed).lifecycle))
             .collect();
         assert_eq!(chosen.len(), flows);
         for d in Deployer::ALL {
-            assert!(seeds(d, Lifecycle::Move).all(|seed| {
-                Scenario::generate(seed, &mut Rng::new(seed))
-                    .deployer
-                    .label()
-                    == d.label()
-            }));
+            let label = |seed| scenario(seed).deployer.label();
+            assert!(seeds(d, Lifecycle::Move).all(|seed| label(seed) == d.label()));
         }
-    }
-
-    #[test]
-    fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
-        let lost: u64 = seeds(Deployer::Helm3, Lifecycle::None)
-            .map(|s| run(s).0.lost)
-            .sum();
-        assert!(lost > 0);
-    }
-
-    #[test]
-    fn the_topology_deletes_an_old_control_plane_template_once_and_leaks_it_when_refused() {
-        let mut leaked = 0;
-        for seed in seeds(Deployer::Topology, Lifecycle::None) {
-            let api = Arc::new(Mutex::new(Api::new(
-                Scenario::generate(seed, &mut Rng::new(seed)).release,
-            )));
-            let mut refuse = RefuseDeletes;
-            let mut sim = Sim::new(seed, api, &mut refuse, true);
-            let metrics = sim.run().unwrap();
-            let trace = sim.take_trace();
-            let refused_by_topology = trace
-                .iter()
-                .filter(|l| l.contains("topology: DELETE Metal3MachineTemplate edge-a-cp"))
-                .count() as u64;
-            // one attempt per rotation, never a retry
-            let rotations = trace
-                .iter()
-                .filter(|l| l.contains("topology: control plane now uses"))
-                .count() as u64;
-            assert_eq!(refused_by_topology, rotations, "seed {seed}");
-            leaked += metrics.leaked;
-        }
-        assert!(leaked > 0);
-    }
-
-    #[test]
-    fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
-        for seed in seeds(Deployer::Argo, Lifecycle::None) {
-            let (metrics, trace) = run(seed);
-            assert_eq!(metrics.lost, 0, "seed {seed}");
-            assert!(!trace
-                .iter()
-                .any(|l| l.contains("argocd-application-controller: DELETE")));
-        }
-    }
-
-    #[test]
-    fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
-        let stuck: u64 = seeds(Deployer::Keep, Lifecycle::NamespaceDeletion)
-            .chain(seeds(Deployer::Helm3, Lifecycle::NamespaceDeletion))
-            .chain(seeds(Deployer::Helm4, Lifecycle::NamespaceDeletion))
-            .filter(|seed| {
-                Scenario::generate(*seed, &mut Rng::new(*seed)).cp_needs_template_on_delete
-            })
-            .map(|seed| run(seed).0.stuck)
-            .sum();
-        assert!(stuck > 0);
     }
 }

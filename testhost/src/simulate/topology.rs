@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::api::{Kind, Obj, Ref, Spec, Store, CLONED_FROM_NAME};
+use super::objects::{Kind, MdSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -15,8 +15,7 @@ impl Sim<'_> {
         if paused || deleting || !self.read(|s| s.get(Kind::Cluster, CLUSTER).is_some()) {
             return Ok(false);
         }
-        let Some(Spec::ClusterClass { cp_infra, workers }) =
-            self.read(|s| s.get(Kind::ClusterClass, CLASS).map(|o| o.spec.clone()))
+        let Some(Spec::ClusterClass { cp_infra, workers }) = self.spec(Kind::ClusterClass, CLASS)
         else {
             return Ok(false);
         };
@@ -29,71 +28,37 @@ impl Sim<'_> {
         if !ok {
             return Ok(false);
         }
-        let cloned_from = |s: &Store, r: &Ref| {
-            s.get(r.kind, &r.name)
-                .and_then(|o| o.annotations.get(CLONED_FROM_NAME).cloned())
-        };
-        // control plane
-        let cp = self.read(|s| match s.get(self.sc.cp_kind, "edge-a-cp") {
-            Some(Obj {
-                spec: Spec::ControlPlane { infra, .. },
-                deleting: None,
-                ..
-            }) => Some(infra.clone()),
-            _ => None,
-        });
-        if let Some(current) = cp {
-            let from = self.read(|s| cloned_from(s, &current));
-            if from.as_deref() != Some(cp_infra.name.as_str()) {
-                if let Some(c) = self.clone_of(&cp_infra, "edge-a-cp") {
-                    let new = self.create(c);
-                    self.write(|s| {
-                        if let Some(Obj {
-                            spec: Spec::ControlPlane { infra, .. },
-                            ..
-                        }) = s.get_mut(self.sc.cp_kind, "edge-a-cp")
-                        {
-                            *infra = new.clone();
-                        }
-                    });
-                    self.ev(|| format!("topology: control plane now uses {new}"));
-                    // cluster-api internal/controllers/topology/cluster/reconcile_state.go@v1.12.0
-                    // (reconcileControlPlane): the old template is deleted in the same reconcile,
-                    // "best effort ... may leak templates": a refusal returns an error, and the
-                    // next reconcile compares the new template with itself, so it never retries
-                    if let Deleted::Refused(_) =
-                        self.delete(current.kind, &current.name, "topology")?
-                    {
-                        self.leak(
-                            &current,
-                            "the topology controller deletes it once, best effort",
-                        );
-                    }
-                    return Ok(true);
+        let copies = |sim: &Self, r: &Ref, source: &Ref| sim.read(|s| s.is_copy_of(r, source));
+        if let Some(current) = self.cp_infra(true).filter(|r| !copies(self, r, &cp_infra)) {
+            if let Some(new) = self.copy_of(&cp_infra, CP) {
+                self.point_control_plane(&new);
+                self.ev(|| format!("topology: control plane now uses {new}"));
+                // reconcile_state.go@v1.12.0 (reconcileControlPlane): the old template is deleted
+                // in the same reconcile, "best effort ... may leak templates": a refusal returns
+                // an error, and the next reconcile compares the new template with itself, so it
+                // never retries
+                if !self.delete(current.kind, &current.name, "topology")? {
+                    self.leak(
+                        &current,
+                        "the topology controller deletes it once, best effort",
+                    );
                 }
+                return Ok(true);
             }
         }
-        // machine deployments
         for (i, w) in workers.iter().enumerate() {
             let md = format!("edge-a-md{i}");
-            let Some((infra, bootstrap, deleting)) =
-                self.read(|s| match s.get(Kind::MachineDeployment, &md) {
-                    Some(Obj {
-                        spec:
-                            Spec::MachineDeployment {
-                                infra, bootstrap, ..
-                            },
-                        deleting,
-                        ..
-                    }) => Some((infra.clone(), bootstrap.clone(), deleting.is_some())),
-                    _ => None,
-                })
+            let Some(Obj {
+                spec:
+                    Spec::MachineDeployment(MdSpec {
+                        infra, bootstrap, ..
+                    }),
+                deleting: None,
+                ..
+            }) = self.read(|s| s.get(Kind::MachineDeployment, &md).cloned())
             else {
                 continue;
             };
-            if deleting {
-                continue;
-            }
             if self.sc.remove_md
                 && i == 0
                 && self.deploy == DeployPhase::Done
@@ -104,54 +69,47 @@ impl Sim<'_> {
                 self.delete(Kind::MachineDeployment, &md, "topology")?;
                 return Ok(true);
             }
-            let infra_from = self.read(|s| cloned_from(s, &infra));
-            let boot_from = self.read(|s| cloned_from(s, &bootstrap));
-            if infra_from.as_deref() != Some(w.infra.name.as_str())
-                || boot_from.as_deref() != Some(w.bootstrap.name.as_str())
-            {
-                let new_infra = if infra_from.as_deref() != Some(w.infra.name.as_str()) {
-                    let Some(c) = self.clone_of(&w.infra, &format!("edge-a-{}-infra", w.class))
-                    else {
-                        return Ok(false);
-                    };
-                    self.create(c)
-                } else {
-                    infra
-                };
-                let new_boot = if boot_from.as_deref() != Some(w.bootstrap.name.as_str()) {
-                    let Some(c) =
-                        self.clone_of(&w.bootstrap, &format!("edge-a-{}-bootstrap", w.class))
-                    else {
-                        return Ok(false);
-                    };
-                    self.create(c)
-                } else {
-                    bootstrap
-                };
-                self.point_machine_deployment(&md, new_infra.clone(), new_boot.clone());
-                self.ev(|| format!("topology: {md} now uses {new_infra} and {new_boot}"));
-                return Ok(true);
+            let (infra_ok, boot_ok) = (
+                copies(self, &infra, &w.infra),
+                copies(self, &bootstrap, &w.bootstrap),
+            );
+            if infra_ok && boot_ok {
+                continue;
             }
+            let mut copy = |current: Ref, ok: bool, source: &Ref, part: &str| {
+                if ok {
+                    Some(current)
+                } else {
+                    self.copy_of(source, &format!("edge-a-{}-{part}", w.class))
+                }
+            };
+            let Some(new_infra) = copy(infra, infra_ok, &w.infra, "infra") else {
+                return Ok(false);
+            };
+            let Some(new_boot) = copy(bootstrap, boot_ok, &w.bootstrap, "bootstrap") else {
+                return Ok(false);
+            };
+            self.point_machine_deployment(&md, new_infra.clone(), new_boot.clone());
+            self.ev(|| format!("topology: {md} now uses {new_infra} and {new_boot}"));
+            return Ok(true);
         }
         Ok(false)
     }
 
     /// The topology's finalizer on a MachineDeployment or MachineSet being deleted: deletes each
-    /// of `templates` that exists and is not `in_use`, when `task` is due for it (a refused
-    /// delete is retried later), and drops the finalizer once none is left; true when it did.
-    /// cluster-api internal/controllers/topology/machineset/machineset_controller.go and
+    /// of its templates that exists and is not `in_use`, when its controller is due for it (a
+    /// refused delete is retried later), and drops the finalizer once none is left; true when it
+    /// did. cluster-api internal/controllers/topology/machineset/machineset_controller.go and
     /// machinedeployment/machinedeployment_controller.go@v1.12.0 (reconcileDelete): an error
     /// requeues, so the deletion is retried until it succeeds.
-    pub(super) fn topology_finalizer(
-        &mut self,
-        (kind, name, finalizer): (Kind, &str, &str),
-        task: Task,
-        templates: [&Ref; 2],
-        in_use: &BTreeSet<Ref>,
-    ) -> Result<bool> {
-        let who = format!("topology ({} finalizer)", kind.name());
+    pub(super) fn topology_finalizer(&mut self, obj: &Obj, in_use: &BTreeSet<Ref>) -> Result<bool> {
+        let (task, finalizer) = match obj.kind {
+            Kind::MachineSet => (Task::MsController, MS_TOPOLOGY_FINALIZER),
+            _ => (Task::MdController, MD_TOPOLOGY_FINALIZER),
+        };
+        let who = format!("topology ({} finalizer)", obj.kind.name());
         let mut done = true;
-        for r in templates {
+        for r in obj.spec.templates() {
             if in_use.contains(r) || !self.read(|s| s.exists(r)) {
                 continue;
             }
@@ -159,14 +117,37 @@ impl Sim<'_> {
                 done = false;
                 continue;
             }
-            if let Deleted::Refused(_) = self.delete(r.kind, &r.name, &who)? {
-                self.refused_retry_later(task, r.kind, &r.name, 10, 300);
+            if !self.delete(r.kind, &r.name, &who)? {
+                self.refused_retry_later((task, r.kind, &r.name), 10, 300);
                 done = false;
             }
         }
         if done {
-            self.write(|s| s.drop_finalizer(kind, name, finalizer));
+            self.write(|s| s.drop_finalizer(obj.kind, &obj.name, finalizer));
         }
         Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scenario::{Deployer, Lifecycle};
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn the_topology_deletes_an_old_control_plane_template_once_and_leaks_it_when_refused() {
+        let mut leaked = 0;
+        for seed in seeds(Deployer::Topology, Lifecycle::None) {
+            let (metrics, trace) = run(seed, true);
+            let count = |text: &str| trace.iter().filter(|l| l.contains(text)).count();
+            // one attempt per rotation, never a retry
+            assert_eq!(
+                count("topology: DELETE Metal3MachineTemplate edge-a-cp"),
+                count("topology: control plane now uses"),
+                "seed {seed}"
+            );
+            leaked += metrics.leaked;
+        }
+        assert!(leaked > 0);
     }
 }

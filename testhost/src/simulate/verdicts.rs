@@ -2,118 +2,84 @@
 
 use std::collections::BTreeSet;
 
-use super::api::{Kind, Obj, Ref, Spec, CLONED_FROM_NAME};
+use super::api::lock;
+use super::objects::{Kind, MdSpec, Obj, Ref, Spec, Store};
 use super::scenario::*;
 use super::sim::*;
 
+/// The Metal3Machines `owner` controls.
+fn machines<'s>(s: &'s Store, owner: &'s Obj) -> impl Iterator<Item = &'s Obj> {
+    s.owned(Kind::Metal3Machine, owner.kind, &owner.name)
+}
+
 impl Sim<'_> {
-    pub(super) fn upgrade_finished(&self) -> bool {
-        if self.deploy != DeployPhase::Done {
-            return false;
-        }
-        if self.topology() && !self.topology_applied() {
+    fn upgrade_finished(&self) -> bool {
+        if self.deploy != DeployPhase::Done || self.topology() && !self.topology_applied() {
             return false;
         }
         let rolled = self.read(|s| {
             // every MachineDeployment runs only on its current templates
-            for md in s.of_kind(Kind::MachineDeployment) {
-                let Spec::MachineDeployment {
-                    infra,
-                    bootstrap,
-                    replicas,
-                    ..
-                } = &md.spec
-                else {
-                    continue;
+            let mds_rolled = s.of_kind(Kind::MachineDeployment).all(|md| {
+                let Spec::MachineDeployment(MdSpec { replicas, .. }) = md.spec else {
+                    return true;
                 };
-                for ms in s
-                    .of_kind(Kind::MachineSet)
-                    .filter(|o| o.controller.as_ref().is_some_and(|(_, n)| *n == md.name))
-                {
-                    let Spec::MachineSet {
-                        infra: i,
-                        bootstrap: b,
-                        replicas: r,
-                        ..
-                    } = &ms.spec
-                    else {
-                        continue;
-                    };
-                    let machines = s
-                        .of_kind(Kind::Metal3Machine)
-                        .filter(|m| m.controller.as_ref().is_some_and(|(_, n)| *n == ms.name))
-                        .count() as u32;
-                    let current = i == infra && b == bootstrap;
-                    if current && (r != replicas || machines != *replicas) {
-                        return false;
-                    }
-                    if !current && (*r > 0 || machines > 0) {
-                        return false;
-                    }
-                }
-            }
-            if let Some(Obj {
-                spec: Spec::ControlPlane {
-                    infra, replicas, ..
-                },
-                deleting: None,
-                ..
-            }) = s.get(self.sc.cp_kind, "edge-a-cp")
-            {
-                let machines: Vec<&Obj> = s
-                    .of_kind(Kind::Metal3Machine)
-                    .filter(|m| {
-                        m.controller
-                            .as_ref()
-                            .is_some_and(|(k, _)| *k == self.sc.cp_kind)
+                s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name)
+                    .all(|ms| {
+                        let n = machines(s, ms).count() as u32;
+                        let r = ms.spec.ms_replicas();
+                        if ms.spec.templates() == md.spec.templates() {
+                            r == replicas && n == replicas
+                        } else {
+                            r == 0 && n == 0
+                        }
                     })
-                    .collect();
-                if machines.len() as u32 != *replicas
-                    || machines
-                        .iter()
-                        .any(|m| m.annotations.get(CLONED_FROM_NAME) != Some(&infra.name))
-                {
-                    return false;
+            });
+            let cp_rolled = match s.get(self.sc.cp_kind, CP) {
+                Some(Obj {
+                    spec: Spec::ControlPlane(cp),
+                    deleting: None,
+                    ..
+                }) => {
+                    let machines: Vec<&Obj> = s
+                        .of_kind(Kind::Metal3Machine)
+                        .filter(|m| m.controlled_by(self.sc.cp_kind, None))
+                        .collect();
+                    machines.len() as u32 == cp.replicas
+                        && machines
+                            .iter()
+                            .all(|m| m.cloned_from() == Some(&cp.infra.name))
                 }
-            }
-            true
+                _ => true,
+            };
+            mds_rolled && cp_rolled
         });
         rolled && self.garbage_templates().is_empty()
     }
 
     /// Whether the cluster's own copies come from the templates the ClusterClass names now.
-    pub(super) fn topology_applied(&self) -> bool {
+    fn topology_applied(&self) -> bool {
         self.read(|s| {
             let Some(Spec::ClusterClass { cp_infra, workers }) =
                 s.get(Kind::ClusterClass, CLASS).map(|o| &o.spec)
             else {
                 return true;
             };
-            let from = |r: &Ref| {
-                s.get(r.kind, &r.name)
-                    .and_then(|o| o.annotations.get(CLONED_FROM_NAME).cloned())
+            let cp = match s.get(self.sc.cp_kind, CP) {
+                Some(Obj {
+                    spec: Spec::ControlPlane(cp),
+                    ..
+                }) => s.is_copy_of(&cp.infra, cp_infra),
+                _ => true,
             };
-            if let Some(Obj {
-                spec: Spec::ControlPlane { infra, .. },
-                ..
-            }) = s.get(self.sc.cp_kind, "edge-a-cp")
-            {
-                if from(infra).as_deref() != Some(cp_infra.name.as_str()) {
-                    return false;
-                }
-            }
-            workers.iter().enumerate().all(|(i, w)| {
+            cp && workers.iter().enumerate().all(|(i, w)| {
                 match s.get(Kind::MachineDeployment, &format!("edge-a-md{i}")) {
                     Some(Obj {
-                        spec:
-                            Spec::MachineDeployment {
-                                infra, bootstrap, ..
-                            },
+                        spec: Spec::MachineDeployment(md),
                         deleting: None,
                         ..
                     }) => {
-                        from(infra).as_deref() == Some(w.infra.name.as_str())
-                            && from(bootstrap).as_deref() == Some(w.bootstrap.name.as_str())
+                        s.is_copy_of(&md.infra, &w.infra)
+                            && s.is_copy_of(&md.bootstrap, &w.bootstrap)
                     }
                     _ => true,
                 }
@@ -126,49 +92,34 @@ impl Sim<'_> {
         self.read(|s| {
             let mut needed = BTreeSet::new();
             for o in s.objects.values() {
-                match &o.spec {
-                    Spec::MachineDeployment {
-                        infra, bootstrap, ..
-                    } if o.deleting.is_none() => {
-                        needed.insert(infra.clone());
-                        needed.insert(bootstrap.clone());
-                    }
-                    Spec::MachineSet {
-                        infra,
-                        bootstrap,
-                        replicas,
-                        ..
-                    } => {
-                        let machines = s
-                            .of_kind(Kind::Metal3Machine)
-                            .any(|m| m.controller.as_ref().is_some_and(|(_, n)| *n == o.name));
-                        if *replicas > 0 || machines {
-                            needed.insert(infra.clone());
-                            needed.insert(bootstrap.clone());
-                        }
-                    }
-                    Spec::ControlPlane { infra, .. } => {
-                        needed.insert(infra.clone());
-                    }
+                let uses = match &o.spec {
+                    Spec::MachineDeployment(_) => o.deleting.is_none(),
+                    Spec::MachineSet(ms) => ms.replicas > 0 || machines(s, o).next().is_some(),
+                    Spec::ControlPlane(_) => true,
                     Spec::ClusterClass { cp_infra, workers } => {
                         needed.insert(cp_infra.clone());
                         for w in workers {
                             needed.insert(w.infra.clone());
                             needed.insert(w.bootstrap.clone());
                         }
+                        false
                     }
                     Spec::Metal3Machine { .. } => {
-                        if let Some(n) = o.annotations.get(CLONED_FROM_NAME) {
+                        if let Some(n) = o.cloned_from() {
                             needed.insert(Ref::new(Kind::Metal3MachineTemplate, n.clone()));
                         }
+                        false
                     }
-                    _ => {}
+                    _ => false,
+                };
+                if uses {
+                    needed.extend(o.spec.templates().into_iter().cloned());
                 }
             }
             s.objects
                 .values()
                 .filter(|o| o.kind.is_template())
-                .map(|o| Ref::new(o.kind, o.name.clone()))
+                .map(Obj::to_ref)
                 .filter(|r| !needed.contains(r))
                 .collect()
         })
@@ -188,9 +139,7 @@ impl Sim<'_> {
                 self.lifecycle_started && self.read(|s| s.objects.is_empty())
             }
             Lifecycle::Move => {
-                self.move_phase == MovePhase::Done
-                    && !self.move_failed
-                    && self.read(|s| s.objects.is_empty())
+                self.move_phase == MovePhase::Done && self.read(|s| s.objects.is_empty())
             }
         }
     }
@@ -202,40 +151,33 @@ impl Sim<'_> {
             self.sc.lifecycle_at
         };
         let done_in_time = self.flow_done.is_some_and(|t| t <= start + FLOW_BOUND);
-        if !done_in_time || self.move_failed {
+        if !done_in_time || self.move_phase == MovePhase::Failed {
             self.m.stuck += 1;
             let why = match self.flow_done {
                 Some(t) => format!("finished only at {t} s"),
                 None => "never finished".to_string(),
             };
             let left: Vec<String> = self.read(|s| {
-                s.objects
-                    .values()
-                    .map(|o| {
-                        format!(
-                            "{}/{}{}",
-                            o.kind.name(),
-                            o.name,
-                            if o.deleting.is_some() {
-                                " (deleting)"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect()
+                let left = s.objects.values().map(|o| {
+                    let deleting = if o.deleting.is_some() {
+                        " (deleting)"
+                    } else {
+                        ""
+                    };
+                    format!("{}{deleting}", o.to_ref())
+                });
+                left.collect()
             });
             self.ev(|| format!("STUCK: flow {why}; objects left: {left:?}"));
         }
-        let garbage = self.garbage_templates();
+        let garbage: Vec<String> = self
+            .garbage_templates()
+            .iter()
+            .map(Ref::to_string)
+            .collect();
         self.m.left += garbage.len() as u64;
         if !garbage.is_empty() {
-            self.ev(|| {
-                format!(
-                    "LEFT BEHIND, nothing collected: {:?}",
-                    garbage.iter().map(|r| r.to_string()).collect::<Vec<_>>()
-                )
-            });
+            self.ev(|| format!("LEFT BEHIND, nothing collected: {garbage:?}"));
         }
         self.m.host_calls = lock(&self.api).host_calls;
     }
