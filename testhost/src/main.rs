@@ -49,8 +49,6 @@ enum Command {
     ValidateSettings(ValidateSettingsArgs),
     /// Print the waPC protocol version reported by the policy
     ProtocolVersion(ModuleArgs),
-    /// Evaluate a request many times in one loaded module and print how long `validate` took
-    Bench(bench::BenchArgs),
     /// Compare the policy with a baseline on namespaces from bench/make_namespace.py; prints a table
     BenchCompare(bench::CompareArgs),
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
@@ -108,7 +106,6 @@ fn main() -> ExitCode {
             print_line(&args.load(verbose)?.protocol_version()?)?;
             Ok(ExitCode::SUCCESS)
         })(),
-        Command::Bench(args) => bench::run(args, verbose),
         Command::BenchCompare(args) => bench::compare(args),
         Command::Simulate(args) => simulate::run(args, verbose),
     };
