@@ -379,7 +379,7 @@ fn baseline(ns: &Namespace, template: &Value) -> Result<&'static str> {
             && r["name"] == name
             && group.is_none_or(|g| g == INFRA)
     };
-    let mut referrers = Vec::new();
+    let mut referrers = 0;
     for (kind, paths) in REFERENCES {
         if kind == "Metal3Machine" && !node_reuse {
             continue;
@@ -410,14 +410,11 @@ fn baseline(ns: &Namespace, template: &Value) -> Result<&'static str> {
                             .any(names_template)
                 }
             };
-            if names {
-                let item_name = item["metadata"]["name"].as_str().unwrap_or_default();
-                referrers.push(format!("{kind} {item_name}"));
-            }
+            referrers += usize::from(names);
         }
     }
     // a Cluster being deleted takes its templates with it
-    if !referrers.is_empty() {
+    if referrers > 0 {
         let owners = template["metadata"]["ownerReferences"]
             .as_array()
             .into_iter();
@@ -429,26 +426,34 @@ fn baseline(ns: &Namespace, template: &Value) -> Result<&'static str> {
             let cluster = clusters.find(|c| c["metadata"]["name"] == owner["name"]);
             let cluster: Value = serde_json::from_slice(&serde_json::to_vec(&cluster)?)?;
             if cluster.pointer("/metadata/deletionTimestamp").is_some() {
-                referrers.clear();
+                referrers = 0;
             }
         }
     }
-    referrers.sort();
-    Ok(if referrers.is_empty() {
+    Ok(if referrers == 0 {
         "accepted"
     } else {
         "rejected 409"
     })
 }
 
-/// The policy loaded with `api` behind its host calls, as a function that runs one evaluation
-/// and times the guest call alone.
+/// The policy loaded with a [`BenchApi`] behind its host calls, as a function that runs one
+/// evaluation and times the guest call alone.
 fn load(
     module: &PolicyModule,
     allow_list: &BTreeSet<ContextAwareResource>,
-    api: BenchApi,
+    ns: &Arc<Namespace>,
+    release: Release,
+    honour_masks: bool,
 ) -> Result<impl Fn(&[u8]) -> Result<Run>> {
-    let traffic = api.traffic.clone();
+    let traffic = Arc::<Mutex<Traffic>>::default();
+    let api = BenchApi {
+        ns: ns.clone(),
+        release,
+        honour_masks,
+        masked_lists: HashMap::new(),
+        traffic: traffic.clone(),
+    };
     let state = HostState {
         allow_list: allow_list.clone(),
         responder: Some(Box::new(api)),
@@ -481,9 +486,13 @@ fn millis(start: Instant) -> f64 {
 /// the ignored request, and the DELETE's host calls on each release line.
 struct Row {
     machines: usize,
-    samples: [Sample; 5],
-    calls: Vec<String>,
     iterations: usize,
+    policy: Sample,
+    unmasked: Sample,
+    native: Sample,
+    create: Sample,
+    ignored: Sample,
+    calls: Vec<String>,
 }
 
 /// `testhost bench-compare`: for each namespace, times the DELETE of the template with the masks
@@ -502,22 +511,7 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         let ns = Arc::new(Namespace::load(dir)?);
         let iterations =
             (args.iterations).unwrap_or_else(|| (300_000 / ns.machines.max(1)).clamp(10, 200));
-        let bench = |release, honour_masks| {
-            let traffic = Arc::default();
-            let masked_lists = HashMap::new();
-            let ns = ns.clone();
-            load(
-                &module,
-                &allow_list,
-                BenchApi {
-                    ns,
-                    release,
-                    honour_masks,
-                    masked_lists,
-                    traffic,
-                },
-            )
-        };
+        let bench = |release, honour_masks| load(&module, &allow_list, &ns, release, honour_masks);
         let two = TWO_VERSIONS;
         let [delete, create, ignored] = ["delete", "create", "ignored"].map(|r| ns.payload(r, two));
         let (delete, create, ignored) = (delete?, create?, ignored?);
@@ -564,12 +558,15 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
             "{}: {machines} Metal3Machines, {iterations} evaluations per case, {elapsed:.0} s",
             dir.display()
         );
-        let samples = [policy, unmasked, native, create, ignored];
         rows.push(Row {
             machines,
-            samples,
-            calls,
             iterations,
+            policy,
+            unmasked,
+            native,
+            create,
+            ignored,
+            calls,
         });
     }
     print!("{}", render(&rows));
@@ -580,16 +577,16 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
 fn render(rows: &[Row]) -> String {
     let mut deletes = Builder::from_iter([DELETES.split(" | ")]);
     let mut others = Builder::from_iter([OTHERS.split(" | ")]);
-    for Row {
-        machines,
-        samples: [policy, unmasked, native, create, ignored],
-        calls,
-        ..
-    } in rows
-    {
+    for row in rows {
+        let Row {
+            policy,
+            unmasked,
+            native,
+            ..
+        } = row;
         let (bytes, unmasked_bytes) = (policy.traffic.bytes, unmasked.traffic.bytes);
         deletes.push_record([
-            machines.to_string(),
+            row.machines.to_string(),
             p50_p99(policy),
             p50_p99(native),
             format!("{:.2}", policy.p50 / native.p50),
@@ -600,14 +597,14 @@ fn render(rows: &[Row]) -> String {
             policy.traffic.calls.to_string(),
             policy.verdict.clone(),
         ]);
-        let mut row = vec![machines.to_string()];
-        for s in [create, ignored] {
-            row.extend([
+        let mut cells = vec![row.machines.to_string()];
+        for s in [&row.create, &row.ignored] {
+            cells.extend([
                 format!("{} ({})", p50_p99(s), s.verdict),
                 s.traffic.calls.to_string(),
             ]);
         }
-        others.push_record(row.into_iter().chain(calls.iter().cloned()));
+        others.push_record(cells.into_iter().chain(row.calls.iter().cloned()));
     }
     let mut out = vec![
         "DELETE of a nodeReuse Metal3MachineTemplate still named by one MachineSet and one Metal3Machine (two-version release):".to_string(),
@@ -618,7 +615,7 @@ fn render(rows: &[Row]) -> String {
         .filter(|w| w[1].machines > w[0].machines)
         .map(|w| {
             let [(m0, p0, b0), (m1, p1, b1)] =
-                [&w[0], &w[1]].map(|r| (r.machines, r.samples[0].p50, r.samples[2].p50));
+                [&w[0], &w[1]].map(|r| (r.machines, r.policy.p50, r.native.p50));
             let (size, policy) = (m1 as f64 / m0 as f64, p1 / p0);
             // the machines this runs on are shared: 25% is within their noise
             let linear = if policy <= size * 1.25 {
@@ -634,12 +631,7 @@ fn render(rows: &[Row]) -> String {
         .collect();
     if !steps.is_empty() {
         let per_object: Vec<String> = (rows.iter())
-            .map(|r| {
-                format!(
-                    "{:.1}",
-                    r.samples[0].p50 * 1000.0 / r.machines.max(1) as f64
-                )
-            })
+            .map(|r| format!("{:.1}", r.policy.p50 * 1000.0 / r.machines.max(1) as f64))
             .collect();
         out.push(format!(
             "Growth of p50 (linear: within 1.25 times the growth in objects): {}. Policy time per Metal3Machine: {} us.",
