@@ -271,43 +271,42 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 }
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let row = |label: &str, get: fn(&Metrics) -> u64| {
-        let (with, without) = (get(&t.all.with), get(&t.all.without));
-        vec![label.to_string(), with.to_string(), without.to_string()]
-    };
-    let totals = vec![
-        ["metric", "with policy", "without policy"]
-            .map(String::from)
-            .to_vec(),
-        row("node-reuse decisions lost (must be 0)", |m| m.lost),
-        row("missing-template reconcile errors (must be 0)", |m| {
+    let rows: [(&str, fn(&Metrics) -> u64); 13] = [
+        ("node-reuse decisions lost (must be 0)", |m| m.lost),
+        ("missing-template reconcile errors (must be 0)", |m| {
             m.missing
         }),
-        row("stuck flows (must be 0)", |m| m.stuck),
-        row(
+        ("stuck flows (must be 0)", |m| m.stuck),
+        (
             "templates leaked: a delete given up or never made (explained flows only)",
             |m| m.leaked,
         ),
-        row(
+        (
             "templates left at the end, nothing collected them (must be 0)",
             |m| m.left,
         ),
-        row("refused Metal3Machine creates (must be 0)", |m| {
+        ("refused Metal3Machine creates (must be 0)", |m| {
             m.refused_creates
         }),
-        row("refused deletes", |m| m.refused),
-        row(
+        ("refused deletes", |m| m.refused),
+        (
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
         ),
-        row("retries", |m| m.retries),
-        row("node-reuse decisions made", |m| m.decisions),
-        row("Metal3Machines annotated", |m| m.mutations),
-        row("guarded requests (evaluations, with the policy)", |m| {
+        ("retries", |m| m.retries),
+        ("node-reuse decisions made", |m| m.decisions),
+        ("Metal3Machines annotated", |m| m.mutations),
+        ("guarded requests (evaluations, with the policy)", |m| {
             m.admissions
         }),
-        row("host calls", |m| m.host_calls),
+        ("host calls", |m| m.host_calls),
     ];
+    let header = ["metric", "with policy", "without policy"].map(String::from);
+    let totals = rows.iter().map(|(label, get)| {
+        let (with, without) = (get(&t.all.with), get(&t.all.without));
+        [label.to_string(), with.to_string(), without.to_string()]
+    });
+    let totals = std::iter::once(header).chain(totals).map(Vec::from);
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
@@ -315,16 +314,12 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         t.all.seeds * 2,
         args.policy
     );
-    println!("\n{}\n", markdown(totals));
+    println!("\n{}\n", markdown(totals.collect()));
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
     let flows = t.flows.iter().map(|((_, deployer, l), f)| {
         let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
-        let star = if deployer.explained_leak().is_some() {
-            " *"
-        } else {
-            ""
-        };
+        let star = deployer.explained_leak().map_or("", |_| " *");
         [
             format!("{} {lifecycle}", deployer.name()),
             f.seeds.to_string(),

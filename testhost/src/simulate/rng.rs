@@ -34,11 +34,9 @@ impl Rng {
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        if items.is_empty() {
-            None
-        } else {
-            items.get(self.below(items.len() as u64) as usize)
-        }
+        // no draw for an empty list
+        let n = items.len() as u64;
+        (n > 0).then(|| &items[self.below(n) as usize])
     }
 
     pub fn shuffle<T>(&mut self, items: &mut [T]) {

@@ -272,11 +272,7 @@ impl Metrics {
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
     pub fn failed(&self, deployer: Deployer) -> bool {
-        let unexplained_leaks = if deployer.explained_leak().is_some() {
-            0
-        } else {
-            self.leaked
-        };
+        let unexplained_leaks = deployer.explained_leak().map_or(self.leaked, |_| 0);
         self.lost + self.missing + self.stuck + self.left + self.refused_creates + unexplained_leaks
             > 0
     }
@@ -310,7 +306,11 @@ impl Sim<'_> {
         let mut cluster = Obj::new(Kind::Cluster, CLUSTER, Spec::Cluster { paused: false });
         cluster.finalizers.insert(CLUSTER_FINALIZER.into());
         self.create(cluster);
-        let (m3mt, bk) = (Kind::Metal3MachineTemplate, self.bootstrap_kind());
+        let m3mt = Kind::Metal3MachineTemplate;
+        let bk = match self.sc.cp_kind {
+            Kind::Rke2ControlPlane => Kind::Rke2ConfigTemplate,
+            _ => Kind::KubeadmConfigTemplate,
+        };
         let mut workers = Vec::new();
         let cp_infra = if self.topology() {
             let cc_cp = self.new_template(m3mt, "cc-cp", false);

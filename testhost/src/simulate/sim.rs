@@ -184,14 +184,6 @@ impl<'a> Sim<'a> {
         format!("{prefix}-{hash:08x}")
     }
 
-    pub(super) fn bootstrap_kind(&self) -> Kind {
-        if self.sc.cp_kind == Kind::Rke2ControlPlane {
-            Kind::Rke2ConfigTemplate
-        } else {
-            Kind::KubeadmConfigTemplate
-        }
-    }
-
     pub(super) fn topology(&self) -> bool {
         self.sc.deployer == Deployer::Topology
     }
@@ -250,7 +242,9 @@ impl<'a> Sim<'a> {
         user: &str,
         store: usize,
     ) -> Result<(Verdict, Value)> {
-        let (kind, version) = (obj.kind, self.served_version(obj.kind));
+        let kind = obj.kind;
+        let v2 = self.sc.release.serves(kind, "v1beta2") && self.rng.chance(60);
+        let version = if v2 { "v1beta2" } else { "v1beta1" };
         let mut value = render(obj, version, &self.sc.release);
         let (key, options) = if operation == "DELETE" {
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
@@ -289,14 +283,6 @@ impl<'a> Sim<'a> {
         let verdict = (self.admit)(&request);
         lock(&self.api).active = 0;
         Ok((verdict?, value))
-    }
-
-    pub(super) fn served_version(&mut self, kind: Kind) -> &'static str {
-        if self.sc.release.serves(kind, "v1beta2") && self.rng.chance(60) {
-            "v1beta2"
-        } else {
-            "v1beta1"
-        }
     }
 
     /// DELETE of an object; templates go through the admission chain. False when it refused.

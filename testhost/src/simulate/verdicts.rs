@@ -159,11 +159,7 @@ impl Sim<'_> {
             };
             let left: Vec<String> = self.read(|s| {
                 let left = s.objects.values().map(|o| {
-                    let deleting = if o.deleting.is_some() {
-                        " (deleting)"
-                    } else {
-                        ""
-                    };
+                    let deleting = o.deleting.map_or("", |_| " (deleting)");
                     format!("{}{deleting}", o.to_ref())
                 });
                 left.collect()
