@@ -80,11 +80,10 @@ impl Sim<'_> {
         } else {
             self.now + self.rng.range(180, 900)
         };
-        let intent = node_reuse;
         let spec = Spec::Metal3Machine {
             cleaning,
             ready_at,
-            intent,
+            intent: node_reuse,
         };
         let mut m = Obj::new(Kind::Metal3Machine, name, spec);
         m.set_cloned_from(template);

@@ -136,26 +136,14 @@ impl Flow {
 
 #[derive(Debug, Default)]
 struct Totals {
-    all: Flow,
     failing: BTreeSet<u64>,
-    /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
-    flows: BTreeMap<(usize, Deployer, usize), Flow>,
+    /// by (deploy tool and its variant, lifecycle), in the order of Deployer::ALL and
+    /// Lifecycle::ALL (as both are ordered)
+    flows: BTreeMap<(Deployer, Lifecycle), Flow>,
 }
 
 impl Totals {
-    fn add(&mut self, sc: &Scenario, with: Metrics, without: Metrics) {
-        let run = Flow {
-            seeds: 1,
-            with,
-            without,
-        };
-        let key = (sc.deployer.index(), sc.deployer, sc.lifecycle as usize);
-        self.flows.entry(key).or_default().add(&run);
-        self.all.add(&run);
-    }
-
     fn merge(&mut self, other: Totals) {
-        self.all.add(&other.all);
         self.failing.extend(other.failing);
         for (key, f) in other.flows {
             self.flows.entry(key).or_default().add(&f);
@@ -224,7 +212,13 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                 if with.failed(sc.deployer) {
                     local.failing.insert(seed);
                 }
-                local.add(&sc, with, without);
+                let run = Flow {
+                    seeds: 1,
+                    with,
+                    without,
+                };
+                let key = (sc.deployer, sc.lifecycle);
+                local.flows.entry(key).or_default().add(&run);
             }
             Ok(local)
         };
@@ -271,6 +265,8 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 }
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
+    let mut all = Flow::default();
+    t.flows.values().for_each(|f| all.add(f));
     let rows: [(&str, fn(&Metrics) -> u64); 13] = [
         ("node-reuse decisions lost (must be 0)", |m| m.lost),
         ("missing-template reconcile errors (must be 0)", |m| {
@@ -303,7 +299,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     ];
     let header = ["metric", "with policy", "without policy"].map(String::from);
     let totals = rows.iter().map(|(label, get)| {
-        let (with, without) = (get(&t.all.with), get(&t.all.without));
+        let (with, without) = (get(&all.with), get(&all.without));
         [label.to_string(), with.to_string(), without.to_string()]
     });
     let totals = std::iter::once(header).chain(totals).map(Vec::from);
@@ -311,14 +307,14 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
         args.first_seed + args.seeds,
-        t.all.seeds * 2,
+        all.seeds * 2,
         args.policy
     );
     println!("\n{}\n", markdown(totals.collect()));
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
-    let flows = t.flows.iter().map(|((_, deployer, l), f)| {
-        let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
+    let flows = t.flows.iter().map(|((deployer, lifecycle), f)| {
+        let lifecycle = lifecycle.label();
         let star = deployer.explained_leak().map_or("", |_| " *");
         [
             format!("{} {lifecycle}", deployer.name()),
@@ -342,7 +338,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     }
     println!(
         "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
-        t.all.seeds * 2,
-        (t.all.seeds * 2) as f64 / elapsed.max(1e-9)
+        all.seeds * 2,
+        (all.seeds * 2) as f64 / elapsed.max(1e-9)
     );
 }

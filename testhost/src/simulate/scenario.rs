@@ -52,12 +52,6 @@ impl Deployer {
         }
     }
 
-    /// Its place in [`Deployer::ALL`] (either variant).
-    pub fn index(self) -> usize {
-        let same = |d: &Deployer| d.label() == self.label();
-        Deployer::ALL.iter().position(same).unwrap_or(0)
-    }
-
     /// The label, with the variant the seed drew.
     pub fn name(self) -> &'static str {
         match self {
@@ -85,7 +79,7 @@ impl Deployer {
 }
 
 /// In the order of [`Lifecycle::ALL`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lifecycle {
     /// The upgrade alone.
     None,
