@@ -47,15 +47,7 @@ impl Sim<'_> {
         name
     }
 
-    pub(super) fn md_controller(&mut self) -> Result<bool> {
-        let (paused, _) = self.cluster_state();
-        if paused {
-            return Ok(false);
-        }
-        self.reconcile_each(Kind::MachineDeployment, Self::reconcile_md)
-    }
-
-    fn reconcile_md(&mut self, md: &str) -> Result<bool> {
+    pub(super) fn reconcile_md(&mut self, md: &str) -> Result<bool> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineDeployment, md).cloned()) else {
             return Ok(false);
         };

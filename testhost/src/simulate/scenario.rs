@@ -145,20 +145,15 @@ impl Scenario {
         } else {
             Kind::Rke2ControlPlane
         };
-        let rke2 = if cp_kind == Kind::Rke2ControlPlane || rng.chance(30) {
-            Some(capi_v1beta2 && rng.chance(70))
-        } else {
-            None
-        };
+        let rke2 = (cp_kind == Kind::Rke2ControlPlane || rng.chance(30))
+            .then(|| capi_v1beta2 && rng.chance(70));
         let md_count = rng.range(1, 2);
         let mds = (0..md_count)
             .map(|_| {
                 let replicas = rng.range(1, 3) as u32;
-                if rng.chance(50) {
-                    (replicas, 1, 0)
-                } else {
-                    (replicas, 0, 1)
-                }
+                // maxSurge 1 or maxUnavailable 1
+                let surge = u32::from(rng.chance(50));
+                (replicas, surge, 1 - surge)
             })
             .collect();
         let upgrade_workers = rng.chance(80);
@@ -177,11 +172,7 @@ impl Scenario {
             cp_surge: if rng.chance(50) { 1 } else { 0 },
             mds,
             node_reuse: rng.chance(80),
-            cleaning: if rng.chance(70) {
-                Some("disabled".to_string())
-            } else {
-                None
-            },
+            cleaning: rng.chance(70).then(|| "disabled".to_string()),
             upgrade_workers,
             upgrade_bootstrap: rng.chance(50),
             upgrade_cp,

@@ -425,7 +425,11 @@ impl<'a> Sim<'a> {
                 return Ok(Some(self.rng.range(lo, hi)));
             }
             Task::Topology => self.topology_step()?,
-            Task::MdController => self.md_controller()?,
+            // the MachineDeployment controller does nothing while the Cluster is paused
+            Task::MdController if self.cluster_state().0 => false,
+            Task::MdController => {
+                self.reconcile_each(Kind::MachineDeployment, Self::reconcile_md)?
+            }
             Task::MsController => self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)?,
             Task::CpController => self.cp_controller()?,
             Task::ClusterController => self.cluster_controller(),

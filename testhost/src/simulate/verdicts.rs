@@ -64,26 +64,20 @@ impl Sim<'_> {
             else {
                 return true;
             };
-            let cp = match s.get(self.sc.cp_kind, CP) {
-                Some(Obj {
-                    spec: Spec::ControlPlane(cp),
-                    ..
-                }) => s.is_copy_of(&cp.infra, cp_infra),
-                _ => true,
+            // the owner's templates (the infrastructure first) are copies of the class's
+            let copies = |owner: Option<&Obj>, sources: &[&Ref]| {
+                owner.is_none_or(|o| {
+                    let mut templates = o.spec.templates().into_iter().zip(sources);
+                    templates.all(|(r, source)| s.is_copy_of(r, source))
+                })
             };
-            cp && workers.iter().enumerate().all(|(i, w)| {
-                match s.get(Kind::MachineDeployment, &format!("edge-a-md{i}")) {
-                    Some(Obj {
-                        spec: Spec::MachineDeployment(md),
-                        deleting: None,
-                        ..
-                    }) => {
-                        s.is_copy_of(&md.infra, &w.infra)
-                            && s.is_copy_of(&md.bootstrap, &w.bootstrap)
-                    }
-                    _ => true,
-                }
-            })
+            copies(s.get(self.sc.cp_kind, CP), &[cp_infra])
+                && workers.iter().enumerate().all(|(i, w)| {
+                    let md = s.get(Kind::MachineDeployment, &format!("edge-a-md{i}"));
+                    // one being deleted counts as applied
+                    let md = md.filter(|o| o.deleting.is_none());
+                    copies(md, &[&w.infra, &w.bootstrap])
+                })
         })
     }
 
