@@ -111,8 +111,6 @@ pub struct Sim<'a> {
     /// The release's objects (owners and templates) before and after the upgrade, and what it
     /// retired, for a rollback and the attempt after it.
     pub(super) revisions: Option<(Vec<Obj>, Vec<Obj>, BTreeSet<Ref>)>,
-    pub(super) topo_md_removed: bool,
-    pub(super) lifecycle_started: bool,
     pub(super) ns_kinds: Vec<Kind>,
     pub(super) move_phase: MovePhase,
     /// (next attempt, retry delay, first attempt) per object being retried
@@ -140,8 +138,6 @@ impl<'a> Sim<'a> {
             deploy: DeployPhase::Apply,
             retired: BTreeSet::new(),
             revisions: None,
-            topo_md_removed: false,
-            lifecycle_started: false,
             ns_kinds: Vec::new(),
             move_phase: MovePhase::Pause,
             backoff: BTreeMap::new(),
@@ -465,8 +461,8 @@ impl<'a> Sim<'a> {
     }
 
     fn lifecycle(&mut self) -> Result<Option<u64>> {
-        if !self.lifecycle_started {
-            self.lifecycle_started = true;
+        // its first wake-up (the next ones are at least a second later)
+        if self.now == self.sc.lifecycle_at {
             let label = self.sc.lifecycle.label();
             self.ev(|| format!("lifecycle: {label}"));
         }

@@ -59,12 +59,8 @@ impl Sim<'_> {
             else {
                 continue;
             };
-            if self.sc.remove_md
-                && i == 0
-                && self.deploy == DeployPhase::Done
-                && !self.topo_md_removed
-            {
-                self.topo_md_removed = true;
+            // once removed, the MachineDeployment is being deleted or gone: skipped above
+            if self.sc.remove_md && i == 0 && self.deploy == DeployPhase::Done {
                 self.ev(|| format!("topology: {md} removed from the topology"));
                 self.delete(Kind::MachineDeployment, &md, "topology")?;
                 return Ok(true);

@@ -122,16 +122,12 @@ impl Sim<'_> {
     pub(super) fn flow_finished(&self) -> bool {
         match self.sc.lifecycle {
             Lifecycle::None => self.upgrade_finished(),
-            Lifecycle::ClusterDeletion => {
-                self.lifecycle_started
-                    && self.read(|s| {
-                        s.get(Kind::Cluster, CLUSTER).is_none()
-                            && !s.objects.values().any(|o| o.owner_cluster.is_some())
-                    })
-            }
-            Lifecycle::NamespaceDeletion => {
-                self.lifecycle_started && self.read(|s| s.objects.is_empty())
-            }
+            // only the lifecycle deletes the Cluster, or everything
+            Lifecycle::ClusterDeletion => self.read(|s| {
+                s.get(Kind::Cluster, CLUSTER).is_none()
+                    && !s.objects.values().any(|o| o.owner_cluster.is_some())
+            }),
+            Lifecycle::NamespaceDeletion => self.read(|s| s.objects.is_empty()),
             Lifecycle::Move => {
                 self.move_phase == MovePhase::Done && self.read(|s| s.objects.is_empty())
             }
