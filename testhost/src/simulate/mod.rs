@@ -182,10 +182,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
             let with = if with_policy { "with" } else { "without" };
             println!("seed {seed} {with} the policy: {}", sc.describe());
-            for line in trace {
-                println!("  {line}");
-            }
-            println!("  => {metrics:?}\n");
+            println!("  {}\n  => {metrics:?}\n", trace.join("\n  "));
             failed |= with_policy && metrics.failed(sc.deployer);
         }
         return Ok(ExitCode::from(u8::from(failed)));
@@ -249,9 +246,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             sc.describe(),
             args.policy
         );
-        for line in trace {
-            println!("  {line}");
-        }
+        println!("  {}", trace.join("\n  "));
     }
     Ok(ExitCode::from(1))
 }

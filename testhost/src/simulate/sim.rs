@@ -283,12 +283,11 @@ impl<'a> Sim<'a> {
 
     /// DELETE of an object; templates go through the admission chain. False when it refused.
     pub(super) fn delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<bool> {
-        let Some(obj) = self.read(|s| s.get(kind, name).cloned()) else {
+        // gone or being deleted: nothing to do
+        let live = |o: &&Obj| o.deleting.is_none();
+        let Some(obj) = self.read(|s| s.get(kind, name).filter(live).cloned()) else {
             return Ok(true);
         };
-        if obj.deleting.is_some() {
-            return Ok(true);
-        }
         if kind.is_template() {
             let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
