@@ -184,15 +184,9 @@ impl Scenario {
             cp_needs_template_on_delete: false,
         };
         // drawn last, so that the draws above stay what they were before these were modelled
-        sc.deployer = match sc.deployer {
-            Deployer::Kustomize { .. } => Deployer::Kustomize {
-                retries: rng.chance(50),
-            },
-            Deployer::Flux { .. } => Deployer::Flux {
-                retries: rng.chance(50),
-            },
-            other => other,
-        };
+        if let Deployer::Kustomize { retries } | Deployer::Flux { retries } = &mut sc.deployer {
+            *retries = rng.chance(50);
+        }
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
             _ => sc.release.rke2 == Some(true) && rng.chance(40),
@@ -279,9 +273,7 @@ impl Sim<'_> {
             t.annotations
                 .insert("helm.sh/resource-policy".into(), "keep".into());
         }
-        if owned {
-            t.owner_cluster = Some(CLUSTER.into());
-        }
+        t.owner_cluster = owned.then(|| CLUSTER.into());
         self.create(t)
     }
 
