@@ -12,7 +12,8 @@ use super::sim::*;
 impl Sim<'_> {
     pub(super) fn topology_step(&mut self) -> Result<bool> {
         let (paused, deleting) = self.cluster_state();
-        if paused || deleting || !self.read(|s| s.get(Kind::Cluster, CLUSTER).is_some()) {
+        // a Cluster that is gone reads as paused
+        if paused || deleting {
             return Ok(false);
         }
         let Some(Spec::ClusterClass { cp_infra, workers }) = self.spec(Kind::ClusterClass, CLASS)
@@ -48,14 +49,11 @@ impl Sim<'_> {
         }
         for (i, w) in workers.iter().enumerate() {
             let md = format!("edge-a-md{i}");
-            let Some(Obj {
-                spec:
-                    Spec::MachineDeployment(MdSpec {
-                        infra, bootstrap, ..
-                    }),
-                deleting: None,
-                ..
-            }) = self.read(|s| s.get(Kind::MachineDeployment, &md).cloned())
+            let live = |o: &&Obj| o.deleting.is_none();
+            let spec = self.read(|s| s.get(Kind::MachineDeployment, &md).filter(live).cloned());
+            let Some(Spec::MachineDeployment(MdSpec {
+                infra, bootstrap, ..
+            })) = spec.map(|o| o.spec)
             else {
                 continue;
             };
