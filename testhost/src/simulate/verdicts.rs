@@ -26,12 +26,9 @@ impl Sim<'_> {
                 s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name)
                     .all(|ms| {
                         let n = machines(s, ms).count() as u32;
-                        let r = ms.spec.ms_replicas();
-                        if ms.spec.templates() == md.spec.templates() {
-                            r == replicas && n == replicas
-                        } else {
-                            r == 0 && n == 0
-                        }
+                        let current = ms.spec.templates() == md.spec.templates();
+                        let want = if current { replicas } else { 0 };
+                        ms.spec.ms_replicas() == want && n == want
                     })
             });
             let cp_rolled = match s.get(self.sc.cp_kind, CP) {
@@ -40,10 +37,8 @@ impl Sim<'_> {
                     deleting: None,
                     ..
                 }) => {
-                    let machines: Vec<&Obj> = s
-                        .of_kind(Kind::Metal3Machine)
-                        .filter(|m| m.controlled_by(self.sc.cp_kind, None))
-                        .collect();
+                    let kind = self.sc.cp_kind;
+                    let machines: Vec<&Obj> = s.owned(Kind::Metal3Machine, kind, CP).collect();
                     machines.len() as u32 == cp.replicas
                         && machines
                             .iter()
