@@ -219,8 +219,11 @@ impl Sim<'_> {
                 continue;
             };
             self.renew(sc.upgrade_workers, &mut infra, &md);
-            let changes = sc.upgrade_bootstrap || !sc.upgrade_workers && !sc.upgrade_cp;
-            self.renew(changes, &mut bootstrap, &format!("{md}-bootstrap"));
+            self.renew(
+                sc.upgrade_bootstrap,
+                &mut bootstrap,
+                &format!("{md}-bootstrap"),
+            );
             self.point_machine_deployment(&md, infra, bootstrap);
         }
         let label = self.sc.deployer.label();

@@ -157,6 +157,7 @@ impl Scenario {
             })
             .collect();
         let upgrade_workers = rng.chance(80);
+        // an upgrade changes the workers or the control plane, or both
         let upgrade_cp = !upgrade_workers || rng.chance(50);
         let upgrade_at = rng.range(60, 900);
         let mut sc = Scenario {
