@@ -219,11 +219,8 @@ impl Sim<'_> {
                 continue;
             };
             self.renew(sc.upgrade_workers, &mut infra, &md);
-            self.renew(
-                sc.upgrade_bootstrap,
-                &mut bootstrap,
-                &format!("{md}-bootstrap"),
-            );
+            let prefix = format!("{md}-bootstrap");
+            self.renew(sc.upgrade_bootstrap, &mut bootstrap, &prefix);
             self.point_machine_deployment(&md, infra, bootstrap);
         }
         let label = self.sc.deployer.label();
