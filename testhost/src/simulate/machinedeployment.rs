@@ -66,20 +66,16 @@ impl Sim<'_> {
             sets.cloned().collect()
         });
         if obj.deleting.is_some() {
-            let mut did = false;
-            if obj.finalizers.contains(MD_TOPOLOGY_FINALIZER) {
-                // the topology deletes the MachineDeployment's templates that no MachineSet
-                // which is not being deleted uses, at once
-                let in_use: BTreeSet<Ref> = sets
-                    .iter()
-                    .filter(|ms| ms.deleting.is_none())
-                    .flat_map(|ms| ms.spec.templates())
-                    .cloned()
-                    .collect();
-                did |= self.topology_finalizer(&obj, &in_use)?;
-            }
-            did |= self.delete_dependents(&obj, MD_FINALIZER, &sets);
-            return Ok(did);
+            // the topology deletes the MachineDeployment's templates that no MachineSet which is
+            // not being deleted uses, at once
+            let in_use: BTreeSet<Ref> = sets
+                .iter()
+                .filter(|ms| ms.deleting.is_none())
+                .flat_map(|ms| ms.spec.templates())
+                .cloned()
+                .collect();
+            let did = self.topology_finalizer(&obj, &in_use)?;
+            return Ok(self.delete_dependents(&obj, MD_FINALIZER, &sets) | did);
         }
         let reader = format!("MachineDeployment {md}");
         if !(self.fetch(&reader, &infra) & self.fetch(&reader, &bootstrap)) {

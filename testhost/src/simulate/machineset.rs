@@ -153,23 +153,19 @@ impl Sim<'_> {
             return Ok(false);
         }
         if obj.deleting.is_some() {
-            let mut did = false;
-            if obj.finalizers.contains(MS_TOPOLOGY_FINALIZER) {
-                // the topology deletes the templates no MachineDeployment or other MachineSet uses
-                let users: BTreeSet<Ref> = self.read(|s| {
-                    (s.of_kind(Kind::MachineDeployment)
-                        .chain(s.of_kind(Kind::MachineSet)))
-                    // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
-                    // that are being deleted use nothing any more
-                    .filter(|o| o.name != ms && o.deleting.is_none())
-                    .flat_map(|o| o.spec.templates())
-                    .cloned()
-                    .collect()
-                });
-                did |= self.topology_finalizer(&obj, &users)?;
-            }
-            did |= self.delete_dependents(&obj, MS_FINALIZER, &machines);
-            return Ok(did);
+            // the topology deletes the templates no MachineDeployment or other MachineSet uses
+            let users: BTreeSet<Ref> = self.read(|s| {
+                (s.of_kind(Kind::MachineDeployment)
+                    .chain(s.of_kind(Kind::MachineSet)))
+                // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
+                // that are being deleted use nothing any more
+                .filter(|o| o.name != ms && o.deleting.is_none())
+                .flat_map(|o| o.spec.templates())
+                .cloned()
+                .collect()
+            });
+            let did = self.topology_finalizer(&obj, &users)?;
+            return Ok(self.delete_dependents(&obj, MS_FINALIZER, &machines) | did);
         }
         let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
         let md = obj.controller.as_ref().map(|(_, n)| n.as_str());

@@ -329,10 +329,8 @@ impl<'a> Sim<'a> {
 
     /// Whether `(task, kind, name)` may be tried now (it is not waiting for a retry).
     pub(super) fn due(&self, task: Task, kind: Kind, name: &str) -> bool {
-        let key = (task, kind, name.to_string());
-        self.backoff
-            .get(&key)
-            .is_none_or(|(next, ..)| *next <= self.now)
+        let retry = self.backoff.get(&(task, kind, name.to_string()));
+        retry.is_none_or(|(next, ..)| *next <= self.now)
     }
 
     /// Records a retry of a refused delete, the delay doubling from `first` up to `max`; returns

@@ -90,10 +90,10 @@ impl Sim<'_> {
         Ok(false)
     }
 
-    /// The topology's finalizer on a MachineDeployment or MachineSet being deleted: deletes each
-    /// of its templates that exists and is not `in_use`, when its controller is due for it (a
-    /// refused delete is retried later), and drops the finalizer once none is left; true when it
-    /// did. cluster-api internal/controllers/topology/machineset/machineset_controller.go and
+    /// The topology's finalizer (if it has one) on a MachineDeployment or MachineSet being
+    /// deleted: deletes each of its templates that exists and is not `in_use`, when its controller
+    /// is due for it (a refused delete is retried later), and drops the finalizer once none is
+    /// left; true when it did. cluster-api internal/controllers/topology/machineset/machineset_controller.go and
     /// machinedeployment/machinedeployment_controller.go@v1.12.0 (reconcileDelete): an error
     /// requeues, so the deletion is retried until it succeeds.
     pub(super) fn topology_finalizer(&mut self, obj: &Obj, in_use: &BTreeSet<Ref>) -> Result<bool> {
@@ -101,6 +101,9 @@ impl Sim<'_> {
             Kind::MachineSet => (Task::MsController, MS_TOPOLOGY_FINALIZER),
             _ => (Task::MdController, MD_TOPOLOGY_FINALIZER),
         };
+        if !obj.finalizers.contains(finalizer) {
+            return Ok(false);
+        }
         let who = format!("topology ({} finalizer)", obj.kind.name());
         let mut done = true;
         for r in obj.spec.templates() {
