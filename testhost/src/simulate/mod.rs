@@ -262,7 +262,9 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     let mut all = Flow::default();
     t.flows.values().for_each(|f| all.add(f));
-    let rows: [(&str, fn(&Metrics) -> u64); 13] = [
+    // a metric's label and how to read it
+    type Row = (&'static str, fn(&Metrics) -> u64);
+    let rows: [Row; 13] = [
         ("node-reuse decisions lost (must be 0)", |m| m.lost),
         ("missing-template reconcile errors (must be 0)", |m| {
             m.missing
