@@ -142,15 +142,6 @@ struct Totals {
     flows: BTreeMap<(Deployer, Lifecycle), Flow>,
 }
 
-impl Totals {
-    fn merge(&mut self, other: Totals) {
-        self.failing.extend(other.failing);
-        for (key, f) in other.flows {
-            self.flows.entry(key).or_default().add(&f);
-        }
-    }
-}
-
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     let module = PolicyModule::open(&args.policy, args.metadata.as_deref())?;
     let allow_list = module.allow_list(true);
@@ -223,7 +214,11 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         let mut totals = Totals::default();
         for h in handles {
             let panicked = |_| Err(anyhow!("a simulation worker panicked"));
-            totals.merge(h.join().unwrap_or_else(panicked)?);
+            let local = h.join().unwrap_or_else(panicked)?;
+            totals.failing.extend(local.failing);
+            for (key, f) in local.flows {
+                totals.flows.entry(key).or_default().add(&f);
+            }
         }
         Ok(totals)
     })?;
