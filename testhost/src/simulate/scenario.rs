@@ -147,8 +147,7 @@ impl Scenario {
         };
         let rke2 = (cp_kind == Kind::Rke2ControlPlane || rng.chance(30))
             .then(|| capi_v1beta2 && rng.chance(70));
-        let md_count = rng.range(1, 2);
-        let mds = (0..md_count)
+        let mds = (0..rng.range(1, 2))
             .map(|_| {
                 let replicas = rng.range(1, 3) as u32;
                 // maxSurge 1 or maxUnavailable 1

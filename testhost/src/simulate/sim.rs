@@ -479,6 +479,8 @@ impl<'a> Sim<'a> {
 #[cfg(test)]
 pub(super) mod testing {
     use super::*;
+    // what the actors' tests name their flows by
+    pub use super::super::scenario::{Deployer, Lifecycle};
 
     /// A run of `seed` without the policy, or refusing every template DELETE (as the policy does
     /// for templates in use).
