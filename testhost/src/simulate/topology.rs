@@ -20,13 +20,10 @@ impl Sim<'_> {
         else {
             return Ok(false);
         };
-        // the topology reads every template the class names
-        let mut ok = self.fetch("topology", &cp_infra);
-        for w in &workers {
-            ok &= self.fetch("topology", &w.infra);
-            ok &= self.fetch("topology", &w.bootstrap);
-        }
-        if !ok {
+        // the topology reads every template the class names (each missing one an error)
+        let names = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
+        let names = [&cp_infra].into_iter().chain(names);
+        if !names.fold(true, |ok, r| self.fetch("topology", r) & ok) {
             return Ok(false);
         }
         let copies = |sim: &Self, r: &Ref, source: &Ref| sim.read(|s| s.is_copy_of(r, source));
