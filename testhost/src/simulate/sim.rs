@@ -211,11 +211,11 @@ impl<'a> Sim<'a> {
     /// The control plane's infrastructure template, unless the control plane is gone (or, with
     /// `live`, being deleted).
     pub(super) fn cp_infra(&self, live: bool) -> Option<Ref> {
-        self.read(|s| match s.get(self.sc.cp_kind, CP)? {
-            Obj {
-                deleting: Some(_), ..
-            } if live => None,
-            o => o.spec.templates().first().map(|r| (*r).clone()),
+        self.read(|s| {
+            let cp = s
+                .get(self.sc.cp_kind, CP)
+                .filter(|o| !live || o.deleting.is_none())?;
+            cp.spec.templates().first().map(|r| (*r).clone())
         })
     }
 
