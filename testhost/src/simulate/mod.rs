@@ -306,10 +306,9 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
     let flows = t.flows.iter().map(|((deployer, lifecycle), f)| {
-        let lifecycle = lifecycle.label();
         let star = deployer.explained_leak().map_or("", |_| " *");
         [
-            format!("{} {lifecycle}", deployer.name()),
+            format!("{} {}", deployer.name(), lifecycle.label()),
             f.seeds.to_string(),
             format!("{} / {}", f.with.lost, f.without.lost),
             format!("{} / {}", f.with.stuck, f.without.stuck),
