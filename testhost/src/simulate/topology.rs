@@ -90,7 +90,8 @@ impl Sim<'_> {
     /// The topology's finalizer (if it has one) on a MachineDeployment or MachineSet being
     /// deleted: deletes each of its templates that exists and is not `in_use`, when its controller
     /// is due for it (a refused delete is retried later), and drops the finalizer once none is
-    /// left; true when it did. cluster-api internal/controllers/topology/machineset/machineset_controller.go and
+    /// left; true when it did. cluster-api
+    /// internal/controllers/topology/machineset/machineset_controller.go and
     /// machinedeployment/machinedeployment_controller.go@v1.12.0 (reconcileDelete): an error
     /// requeues, so the deletion is retried until it succeeds.
     pub(super) fn topology_finalizer(&mut self, obj: &Obj, in_use: &BTreeSet<Ref>) -> Result<bool> {
