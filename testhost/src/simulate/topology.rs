@@ -21,9 +21,9 @@ impl Sim<'_> {
             return Ok(false);
         };
         // the topology reads every template the class names (each missing one an error)
-        let names = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
-        let names = [&cp_infra].into_iter().chain(names);
-        if !names.fold(true, |ok, r| self.fetch("topology", r) & ok) {
+        let templates = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
+        let templates = [&cp_infra].into_iter().chain(templates);
+        if !templates.fold(true, |ok, r| self.fetch("topology", r) & ok) {
             return Ok(false);
         }
         let copies = |sim: &Self, r: &Ref, source: &Ref| sim.read(|s| s.is_copy_of(r, source));

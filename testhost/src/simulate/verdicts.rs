@@ -86,8 +86,8 @@ impl Sim<'_> {
                     Spec::MachineSet(ms) => ms.replicas > 0 || machines(s, o).next().is_some(),
                     Spec::ControlPlane(_) => true,
                     Spec::ClusterClass { cp_infra, workers } => {
-                        let names = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
-                        needed.extend(names.chain([cp_infra]).cloned());
+                        let templates = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
+                        needed.extend(templates.chain([cp_infra]).cloned());
                         false
                     }
                     Spec::Metal3Machine { .. } => {
