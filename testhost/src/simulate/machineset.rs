@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use anyhow::{anyhow, Result};
 
 use super::api::lock;
-use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -138,15 +138,10 @@ impl Sim<'_> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineSet, ms).cloned()) else {
             return Ok(false);
         };
-        let Spec::MachineSet(MsSpec {
-            infra,
-            bootstrap,
-            replicas,
-            ..
-        }) = obj.spec.clone()
-        else {
+        let Spec::MachineSet(spec) = obj.spec.clone() else {
             return Ok(false);
         };
+        let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
         let machines = self.machines_of(Kind::MachineSet, ms);
         self.set_replicas(ms, machines.len() as u32, true);
         if self.cluster_state().0 {
@@ -171,18 +166,18 @@ impl Sim<'_> {
         let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
         let is_current = self.read(|s| {
             s.get(Kind::MachineDeployment, md.unwrap_or_default())
-                .is_some_and(|o| o.spec.templates() == [&infra, &bootstrap])
+                .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
         });
         let need_up = (live.len() as u32) < replicas;
         if is_current || need_up {
             let reader = format!("MachineSet {ms}");
-            if !(self.fetch(&reader, &infra) & self.fetch(&reader, &bootstrap)) {
+            if !(self.fetch(&reader, infra) & self.fetch(&reader, bootstrap)) {
                 return Ok(false);
             }
-            self.adopt(&[&infra, &bootstrap]);
+            self.adopt(&[infra, bootstrap]);
         }
         if need_up {
-            return self.create_machine((Kind::MachineSet, ms.to_string()), &infra, false);
+            return self.create_machine((Kind::MachineSet, ms.to_string()), infra, false);
         }
         if live.len() as u32 > replicas {
             // delete the newest not-ready machine first, else the oldest
