@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use super::objects::{Kind, MdSpec, Obj, Ref, Spec, CLEANUP_LABEL};
+use super::objects::{Kind, Obj, Ref, Spec, CLEANUP_LABEL};
 use super::scenario::*;
 use super::sim::*;
 
@@ -210,18 +210,14 @@ impl Sim<'_> {
             self.point_control_plane(&infra);
         }
         for md in self.read(|s| s.names(Kind::MachineDeployment)) {
-            let Some(Spec::MachineDeployment(MdSpec {
-                mut infra,
-                mut bootstrap,
-                ..
-            })) = self.spec(Kind::MachineDeployment, &md)
+            let Some(Spec::MachineDeployment(mut spec)) = self.spec(Kind::MachineDeployment, &md)
             else {
                 continue;
             };
-            self.renew(sc.upgrade_workers, &mut infra, &md);
+            self.renew(sc.upgrade_workers, &mut spec.infra, &md);
             let prefix = format!("{md}-bootstrap");
-            self.renew(sc.upgrade_bootstrap, &mut bootstrap, &prefix);
-            self.point_machine_deployment(&md, infra, bootstrap);
+            self.renew(sc.upgrade_bootstrap, &mut spec.bootstrap, &prefix);
+            self.point_machine_deployment(&md, spec.infra, spec.bootstrap);
         }
         let label = self.sc.deployer.label();
         let retired: Vec<String> = self.retired.iter().map(Ref::to_string).collect();

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::{Kind, MdSpec, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -48,10 +48,7 @@ impl Sim<'_> {
             let md = format!("edge-a-md{i}");
             let live = |o: &&Obj| o.deleting.is_none();
             let spec = self.read(|s| s.get(Kind::MachineDeployment, &md).filter(live).cloned());
-            let Some(Spec::MachineDeployment(MdSpec {
-                infra, bootstrap, ..
-            })) = spec.map(|o| o.spec)
-            else {
+            let Some(Spec::MachineDeployment(spec)) = spec.map(|o| o.spec) else {
                 continue;
             };
             // once removed, the MachineDeployment is being deleted or gone: skipped above
@@ -61,8 +58,8 @@ impl Sim<'_> {
                 return Ok(true);
             }
             let (infra_ok, boot_ok) = (
-                copies(self, &infra, &w.infra),
-                copies(self, &bootstrap, &w.bootstrap),
+                copies(self, &spec.infra, &w.infra),
+                copies(self, &spec.bootstrap, &w.bootstrap),
             );
             if infra_ok && boot_ok {
                 continue;
@@ -74,10 +71,10 @@ impl Sim<'_> {
                     self.copy_of(source, &format!("edge-a-{}-{part}", w.class))
                 }
             };
-            let Some(new_infra) = copy(infra, infra_ok, &w.infra, "infra") else {
+            let Some(new_infra) = copy(spec.infra, infra_ok, &w.infra, "infra") else {
                 return Ok(false);
             };
-            let Some(new_boot) = copy(bootstrap, boot_ok, &w.bootstrap, "bootstrap") else {
+            let Some(new_boot) = copy(spec.bootstrap, boot_ok, &w.bootstrap, "bootstrap") else {
                 return Ok(false);
             };
             self.point_machine_deployment(&md, new_infra.clone(), new_boot.clone());
