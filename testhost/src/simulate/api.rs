@@ -145,30 +145,29 @@ impl Responder for SimHost {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
         let mut api = lock(&self.api);
         api.host_calls += 1;
+        let resource = request.resource();
+        let crds = resource == (kube::CRD_API_VERSION, kube::CRD_KIND);
         let answer = match request {
             KubeRequest::KubernetesListResourceNamespace(r) => api.list(
-                (&r.api_version, &r.kind),
+                resource,
                 &r.namespace,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
                 r.field_masks.as_ref(),
             ),
-            KubeRequest::KubernetesListResourceAll(r)
-                if (r.api_version.as_str(), r.kind.as_str())
-                    == (kube::CRD_API_VERSION, kube::CRD_KIND) =>
-            {
+            KubeRequest::KubernetesListResourceAll(r) if crds => {
                 Ok(kube::crd_list(&api.crds(), r.field_masks.as_ref()))
             }
             // one namespace holds every object
             KubeRequest::KubernetesListResourceAll(r) => api.list(
-                (&r.api_version, &r.kind),
+                resource,
                 NAMESPACE,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
                 r.field_masks.as_ref(),
             ),
             KubeRequest::KubernetesGetResource(r) => api.get(
-                (&r.api_version, &r.kind),
+                resource,
                 &r.name,
                 r.namespace.as_deref(),
                 r.field_masks.as_ref(),

@@ -15,16 +15,14 @@ impl Sim<'_> {
             return false;
         }
         // workers first, then the control plane, then the Cluster
-        let mds = self.read(|s| s.names(Kind::MachineDeployment));
-        let sets = self.read(|s| s.names(Kind::MachineSet));
-        let workers = mds
-            .iter()
-            .map(|n| (Kind::MachineDeployment, n))
-            .chain(sets.iter().map(|n| (Kind::MachineSet, n)));
+        let workers: Vec<Obj> = self.read(|s| {
+            let mds = s.of_kind(Kind::MachineDeployment);
+            mds.chain(s.of_kind(Kind::MachineSet)).cloned().collect()
+        });
         let mut did = false;
-        for (kind, name) in workers {
-            did |= self.read(|s| s.get(kind, name).is_some_and(|o| o.deleting.is_none()));
-            self.mark_deleted(kind, name);
+        for w in &workers {
+            did |= self.read(|s| s.get(w.kind, &w.name).is_some_and(|o| o.deleting.is_none()));
+            self.mark_deleted(w.kind, &w.name);
         }
         if did {
             return true;
@@ -33,7 +31,7 @@ impl Sim<'_> {
             s.of_kind(Kind::Metal3Machine)
                 .any(|m| m.controlled_by(Kind::MachineSet, None))
         });
-        if !mds.is_empty() || !sets.is_empty() || workers_left {
+        if !workers.is_empty() || workers_left {
             return false;
         }
         let kind = self.sc.cp_kind;
@@ -102,11 +100,8 @@ impl Sim<'_> {
                 self.m.retries += 1;
             }
         }
-        let (lo, hi) = if self.ns_kinds.is_empty() {
-            (5, 30)
-        } else {
-            (0, 2)
-        };
+        let pass_done = self.ns_kinds.is_empty();
+        let (lo, hi) = if pass_done { (5, 30) } else { (0, 2) };
         Ok(Some(self.rng.range(lo, hi)))
     }
 }

@@ -70,7 +70,6 @@ impl Sim<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scenario::{Deployer, Lifecycle};
     use super::super::sim::testing::*;
 
     #[test]

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use super::objects::{Kind, MdSpec, Obj, Ref, Spec, CLEANUP_LABEL};
+use super::objects::{Kind, Obj, Ref, Spec, CLEANUP_LABEL};
 use super::scenario::*;
 use super::sim::*;
 
@@ -171,10 +171,13 @@ impl Sim<'_> {
         Ok(())
     }
 
-    /// Retires the template `old` and replaces it with a new one of its kind.
-    fn renew(&mut self, old: &mut Ref, prefix: &str) {
-        self.retired.insert(old.clone());
-        *old = self.new_template(old.kind, prefix, false);
+    /// Retires the template `old` and replaces it with a new one of its kind, when the upgrade
+    /// `changes` it.
+    fn renew(&mut self, changes: bool, old: &mut Ref, prefix: &str) {
+        if changes {
+            self.retired.insert(old.clone());
+            *old = self.new_template(old.kind, prefix, false);
+        }
     }
 
     /// Renders the new templates (content-hash names), points the MachineDeployments and the
@@ -189,16 +192,10 @@ impl Sim<'_> {
             else {
                 return;
             };
-            if sc.upgrade_cp {
-                self.renew(&mut cp_infra, "cc-cp");
-            }
+            self.renew(sc.upgrade_cp, &mut cp_infra, "cc-cp");
             for w in workers.iter_mut() {
-                if sc.upgrade_workers {
-                    self.renew(&mut w.infra, "cc-workers");
-                }
-                if sc.upgrade_bootstrap {
-                    self.renew(&mut w.bootstrap, "cc-bootstrap");
-                }
+                self.renew(sc.upgrade_workers, &mut w.infra, "cc-workers");
+                self.renew(sc.upgrade_bootstrap, &mut w.bootstrap, "cc-bootstrap");
             }
             self.write(|s| {
                 if let Some(spec) = s.spec_mut(Kind::ClusterClass, CLASS) {
@@ -209,25 +206,18 @@ impl Sim<'_> {
             return;
         }
         if let Some(mut infra) = self.cp_infra(false).filter(|_| sc.upgrade_cp) {
-            self.renew(&mut infra, CP);
+            self.renew(true, &mut infra, CP);
             self.point_control_plane(&infra);
         }
         for md in self.read(|s| s.names(Kind::MachineDeployment)) {
-            let Some(Spec::MachineDeployment(MdSpec {
-                mut infra,
-                mut bootstrap,
-                ..
-            })) = self.spec(Kind::MachineDeployment, &md)
+            let Some(Spec::MachineDeployment(mut spec)) = self.spec(Kind::MachineDeployment, &md)
             else {
                 continue;
             };
-            if sc.upgrade_workers {
-                self.renew(&mut infra, &md);
-            }
-            if sc.upgrade_bootstrap || !sc.upgrade_workers && !sc.upgrade_cp {
-                self.renew(&mut bootstrap, &format!("{md}-bootstrap"));
-            }
-            self.point_machine_deployment(&md, infra, bootstrap);
+            self.renew(sc.upgrade_workers, &mut spec.infra, &md);
+            let prefix = format!("{md}-bootstrap");
+            self.renew(sc.upgrade_bootstrap, &mut spec.bootstrap, &prefix);
+            self.point_machine_deployment(&md, spec.infra, spec.bootstrap);
         }
         let label = self.sc.deployer.label();
         let retired: Vec<String> = self.retired.iter().map(Ref::to_string).collect();
@@ -261,7 +251,6 @@ impl Sim<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scenario::{Deployer, Lifecycle};
     use super::super::sim::testing::*;
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::{Kind, MdSpec, MsSpec, Obj, Ref, Spec};
+use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -47,57 +47,39 @@ impl Sim<'_> {
         name
     }
 
-    pub(super) fn md_controller(&mut self) -> Result<bool> {
-        let (paused, _) = self.cluster_state();
-        if paused {
-            return Ok(false);
-        }
-        self.reconcile_each(Kind::MachineDeployment, Self::reconcile_md)
-    }
-
-    fn reconcile_md(&mut self, md: &str) -> Result<bool> {
+    pub(super) fn reconcile_md(&mut self, md: &str) -> Result<bool> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineDeployment, md).cloned()) else {
             return Ok(false);
         };
-        let Spec::MachineDeployment(MdSpec {
-            infra,
-            bootstrap,
-            replicas,
-            max_surge,
-            max_unavailable,
-        }) = obj.spec.clone()
-        else {
+        let Spec::MachineDeployment(spec) = obj.spec.clone() else {
             return Ok(false);
         };
+        let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
         let sets: Vec<Obj> = self.read(|s| {
             let sets = s.owned(Kind::MachineSet, Kind::MachineDeployment, md);
             sets.cloned().collect()
         });
         if obj.deleting.is_some() {
-            let mut did = false;
-            if obj.finalizers.contains(MD_TOPOLOGY_FINALIZER) {
-                // the topology deletes the MachineDeployment's templates that no MachineSet
-                // which is not being deleted uses, at once
-                let in_use: BTreeSet<Ref> = sets
-                    .iter()
-                    .filter(|ms| ms.deleting.is_none())
-                    .flat_map(|ms| ms.spec.templates())
-                    .cloned()
-                    .collect();
-                did |= self.topology_finalizer(&obj, &in_use)?;
-            }
-            did |= self.delete_dependents(&obj, MD_FINALIZER, &sets);
-            return Ok(did);
+            // the topology deletes the MachineDeployment's templates that no MachineSet which is
+            // not being deleted uses, at once
+            let in_use: BTreeSet<Ref> = sets
+                .iter()
+                .filter(|ms| ms.deleting.is_none())
+                .flat_map(|ms| ms.spec.templates())
+                .cloned()
+                .collect();
+            let did = self.topology_finalizer(&obj, &in_use)?;
+            return Ok(self.delete_dependents(&obj, MD_FINALIZER, &sets) | did);
         }
         let reader = format!("MachineDeployment {md}");
-        if !(self.fetch(&reader, &infra) & self.fetch(&reader, &bootstrap)) {
+        if !(self.fetch(&reader, infra) & self.fetch(&reader, bootstrap)) {
             return Ok(false);
         }
         let current = sets
             .iter()
-            .find(|s| s.deleting.is_none() && s.spec.templates() == [&infra, &bootstrap]);
+            .find(|s| s.deleting.is_none() && s.spec.templates() == [infra, bootstrap]);
         let Some(current) = current else {
-            let name = self.new_machineset(md, &infra, &bootstrap, 0);
+            let name = self.new_machineset(md, infra, bootstrap, 0);
             self.ev(|| format!("MachineDeployment {md}: new MachineSet {name} for {infra}"));
             return Ok(true);
         };
@@ -112,7 +94,7 @@ impl Sim<'_> {
             .iter()
             .filter(|m| self.ready(m))
             .count() as u32;
-        if cur < replicas && total < replicas + max_surge {
+        if cur < replicas && total < replicas + spec.max_surge {
             self.set_replicas(&current.name, cur + 1, false);
             return Ok(true);
         }
@@ -121,7 +103,7 @@ impl Sim<'_> {
             return Ok(true);
         }
         // the Deployment algorithm: scale old sets down by what the spec totals allow
-        let min_available = replicas.saturating_sub(max_unavailable);
+        let min_available = replicas.saturating_sub(spec.max_unavailable);
         let new_unavailable = cur.saturating_sub(current_ready);
         if total > min_available + new_unavailable {
             if let Some(old) = olds.iter().find(|o| o.spec.ms_replicas() > 0) {

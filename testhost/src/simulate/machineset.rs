@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use anyhow::{anyhow, Result};
 
 use super::api::lock;
-use super::objects::{Kind, MsSpec, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
@@ -80,11 +80,10 @@ impl Sim<'_> {
         } else {
             self.now + self.rng.range(180, 900)
         };
-        let intent = node_reuse;
         let spec = Spec::Metal3Machine {
             cleaning,
             ready_at,
-            intent,
+            intent: node_reuse,
         };
         let mut m = Obj::new(Kind::Metal3Machine, name, spec);
         m.set_cloned_from(template);
@@ -139,55 +138,46 @@ impl Sim<'_> {
         let Some(obj) = self.read(|s| s.get(Kind::MachineSet, ms).cloned()) else {
             return Ok(false);
         };
-        let Spec::MachineSet(MsSpec {
-            infra,
-            bootstrap,
-            replicas,
-            ..
-        }) = obj.spec.clone()
-        else {
+        let Spec::MachineSet(spec) = obj.spec.clone() else {
             return Ok(false);
         };
+        let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
         let machines = self.machines_of(Kind::MachineSet, ms);
         self.set_replicas(ms, machines.len() as u32, true);
         if self.cluster_state().0 {
             return Ok(false);
         }
         if obj.deleting.is_some() {
-            let mut did = false;
-            if obj.finalizers.contains(MS_TOPOLOGY_FINALIZER) {
-                // the topology deletes the templates no MachineDeployment or other MachineSet uses
-                let users: BTreeSet<Ref> = self.read(|s| {
-                    (s.of_kind(Kind::MachineDeployment)
-                        .chain(s.of_kind(Kind::MachineSet)))
-                    // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
-                    // that are being deleted use nothing any more
-                    .filter(|o| o.name != ms && o.deleting.is_none())
-                    .flat_map(|o| o.spec.templates())
-                    .cloned()
-                    .collect()
-                });
-                did |= self.topology_finalizer(&obj, &users)?;
-            }
-            did |= self.delete_dependents(&obj, MS_FINALIZER, &machines);
-            return Ok(did);
+            // the topology deletes the templates no MachineDeployment or other MachineSet uses
+            let users: BTreeSet<Ref> = self.read(|s| {
+                (s.of_kind(Kind::MachineDeployment)
+                    .chain(s.of_kind(Kind::MachineSet)))
+                // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
+                // that are being deleted use nothing any more
+                .filter(|o| o.name != ms && o.deleting.is_none())
+                .flat_map(|o| o.spec.templates())
+                .cloned()
+                .collect()
+            });
+            let did = self.topology_finalizer(&obj, &users)?;
+            return Ok(self.delete_dependents(&obj, MS_FINALIZER, &machines) | did);
         }
         let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
         let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
         let is_current = self.read(|s| {
             s.get(Kind::MachineDeployment, md.unwrap_or_default())
-                .is_some_and(|o| o.spec.templates() == [&infra, &bootstrap])
+                .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
         });
         let need_up = (live.len() as u32) < replicas;
         if is_current || need_up {
             let reader = format!("MachineSet {ms}");
-            if !(self.fetch(&reader, &infra) & self.fetch(&reader, &bootstrap)) {
+            if !(self.fetch(&reader, infra) & self.fetch(&reader, bootstrap)) {
                 return Ok(false);
             }
-            self.adopt(&[&infra, &bootstrap]);
+            self.adopt(&[infra, bootstrap]);
         }
         if need_up {
-            return self.create_machine((Kind::MachineSet, ms.to_string()), &infra, false);
+            return self.create_machine((Kind::MachineSet, ms.to_string()), infra, false);
         }
         if live.len() as u32 > replicas {
             // delete the newest not-ready machine first, else the oldest

@@ -136,31 +136,10 @@ impl Flow {
 
 #[derive(Debug, Default)]
 struct Totals {
-    all: Flow,
     failing: BTreeSet<u64>,
-    /// by (deploy tool, its variant, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL
-    flows: BTreeMap<(usize, Deployer, usize), Flow>,
-}
-
-impl Totals {
-    fn add(&mut self, sc: &Scenario, with: Metrics, without: Metrics) {
-        let run = Flow {
-            seeds: 1,
-            with,
-            without,
-        };
-        let key = (sc.deployer.index(), sc.deployer, sc.lifecycle as usize);
-        self.flows.entry(key).or_default().add(&run);
-        self.all.add(&run);
-    }
-
-    fn merge(&mut self, other: Totals) {
-        self.all.add(&other.all);
-        self.failing.extend(other.failing);
-        for (key, f) in other.flows {
-            self.flows.entry(key).or_default().add(&f);
-        }
-    }
+    /// by (deploy tool and its variant, lifecycle), in the order of Deployer::ALL and
+    /// Lifecycle::ALL (as both are ordered)
+    flows: BTreeMap<(Deployer, Lifecycle), Flow>,
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
@@ -194,10 +173,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
             let with = if with_policy { "with" } else { "without" };
             println!("seed {seed} {with} the policy: {}", sc.describe());
-            for line in trace {
-                println!("  {line}");
-            }
-            println!("  => {metrics:?}\n");
+            println!("  {}\n  => {metrics:?}\n", trace.join("\n  "));
             failed |= with_policy && metrics.failed(sc.deployer);
         }
         return Ok(ExitCode::from(u8::from(failed)));
@@ -224,7 +200,13 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                 if with.failed(sc.deployer) {
                     local.failing.insert(seed);
                 }
-                local.add(&sc, with, without);
+                let run = Flow {
+                    seeds: 1,
+                    with,
+                    without,
+                };
+                let key = (sc.deployer, sc.lifecycle);
+                local.flows.entry(key).or_default().add(&run);
             }
             Ok(local)
         };
@@ -232,7 +214,11 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         let mut totals = Totals::default();
         for h in handles {
             let panicked = |_| Err(anyhow!("a simulation worker panicked"));
-            totals.merge(h.join().unwrap_or_else(panicked)?);
+            let local = h.join().unwrap_or_else(panicked)?;
+            totals.failing.extend(local.failing);
+            for (key, f) in local.flows {
+                totals.flows.entry(key).or_default().add(&f);
+            }
         }
         Ok(totals)
     })?;
@@ -255,9 +241,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             sc.describe(),
             args.policy
         );
-        for line in trace {
-            println!("  {line}");
-        }
+        println!("  {}", trace.join("\n  "));
     }
     Ok(ExitCode::from(1))
 }
@@ -271,62 +255,60 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 }
 
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
-    let row = |label: &str, get: fn(&Metrics) -> u64| {
-        let (with, without) = (get(&t.all.with), get(&t.all.without));
-        vec![label.to_string(), with.to_string(), without.to_string()]
-    };
-    let totals = vec![
-        ["metric", "with policy", "without policy"]
-            .map(String::from)
-            .to_vec(),
-        row("node-reuse decisions lost (must be 0)", |m| m.lost),
-        row("missing-template reconcile errors (must be 0)", |m| {
+    let mut all = Flow::default();
+    t.flows.values().for_each(|f| all.add(f));
+    // a metric's label and how to read it
+    type Row = (&'static str, fn(&Metrics) -> u64);
+    let rows: [Row; 13] = [
+        ("node-reuse decisions lost (must be 0)", |m| m.lost),
+        ("missing-template reconcile errors (must be 0)", |m| {
             m.missing
         }),
-        row("stuck flows (must be 0)", |m| m.stuck),
-        row(
+        ("stuck flows (must be 0)", |m| m.stuck),
+        (
             "templates leaked: a delete given up or never made (explained flows only)",
             |m| m.leaked,
         ),
-        row(
+        (
             "templates left at the end, nothing collected them (must be 0)",
             |m| m.left,
         ),
-        row("refused Metal3Machine creates (must be 0)", |m| {
+        ("refused Metal3Machine creates (must be 0)", |m| {
             m.refused_creates
         }),
-        row("refused deletes", |m| m.refused),
-        row(
+        ("refused deletes", |m| m.refused),
+        (
             "missing-template errors while the Cluster is being deleted",
             |m| m.missing_cluster_deleting,
         ),
-        row("retries", |m| m.retries),
-        row("node-reuse decisions made", |m| m.decisions),
-        row("Metal3Machines annotated", |m| m.mutations),
-        row("guarded requests (evaluations, with the policy)", |m| {
+        ("retries", |m| m.retries),
+        ("node-reuse decisions made", |m| m.decisions),
+        ("Metal3Machines annotated", |m| m.mutations),
+        ("guarded requests (evaluations, with the policy)", |m| {
             m.admissions
         }),
-        row("host calls", |m| m.host_calls),
+        ("host calls", |m| m.host_calls),
     ];
+    let header = ["metric", "with policy", "without policy"].map(String::from);
+    let totals = rows.iter().map(|(label, get)| {
+        let (with, without) = (get(&all.with), get(&all.without));
+        [label.to_string(), with.to_string(), without.to_string()]
+    });
+    let totals = std::iter::once(header).chain(totals).map(Vec::from);
     println!(
         "Lifecycle simulation: seeds {}..{} ({} runs: each seed with and without the policy), {}, settings {{}}",
         args.first_seed,
         args.first_seed + args.seeds,
-        t.all.seeds * 2,
+        all.seeds * 2,
         args.policy
     );
-    println!("\n{}\n", markdown(totals));
+    println!("\n{}\n", markdown(totals.collect()));
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
-    let flows = t.flows.iter().map(|((_, deployer, l), f)| {
-        let lifecycle = Lifecycle::ALL.get(*l).map_or("?", |x| x.label());
-        let star = if deployer.explained_leak().is_some() {
-            " *"
-        } else {
-            ""
-        };
+    let flows = t.flows.iter().map(|((deployer, lifecycle), f)| {
+        let star = deployer.explained_leak().map_or("", |_| " *");
         [
-            format!("{} {lifecycle}", deployer.name()),
+            format!("{} {}", deployer.name(), lifecycle.label()),
             f.seeds.to_string(),
             format!("{} / {}", f.with.lost, f.without.lost),
             format!("{} / {}", f.with.stuck, f.without.stuck),
@@ -347,7 +329,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     }
     println!(
         "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",
-        t.all.seeds * 2,
-        (t.all.seeds * 2) as f64 / elapsed.max(1e-9)
+        all.seeds * 2,
+        (all.seeds * 2) as f64 / elapsed.max(1e-9)
     );
 }

@@ -122,14 +122,12 @@ pub struct Release {
 impl Release {
     pub(super) fn provider_serves(&self, provider: Provider, version: &str) -> bool {
         let v2 = match provider {
-            Provider::Capi => self.capi_v1beta2,
-            Provider::Metal3 => self.metal3_v1beta2,
-            Provider::Rke2 => match self.rke2 {
-                Some(v2) => v2,
-                None => return false,
-            },
+            Provider::Capi => Some(self.capi_v1beta2),
+            Provider::Metal3 => Some(self.metal3_v1beta2),
+            // not installed: nothing served
+            Provider::Rke2 => self.rke2,
         };
-        version == "v1beta1" || (version == "v1beta2" && v2)
+        v2.is_some_and(|v2| version == "v1beta1" || (version == "v1beta2" && v2))
     }
 
     pub fn serves(&self, kind: Kind, version: &str) -> bool {

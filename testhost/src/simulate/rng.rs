@@ -34,11 +34,9 @@ impl Rng {
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        if items.is_empty() {
-            None
-        } else {
-            items.get(self.below(items.len() as u64) as usize)
-        }
+        // no draw for an empty list
+        let n = items.len() as u64;
+        (n > 0).then(|| &items[self.below(n) as usize])
     }
 
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
@@ -54,14 +52,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn same_seed_same_stream() {
-        let mut a = Rng::new(42);
-        let mut b = Rng::new(42);
-        for _ in 0..100 {
-            assert_eq!(a.next_u64(), b.next_u64());
-        }
-        let mut c = Rng::new(43);
-        assert_ne!(Rng::new(42).next_u64(), c.next_u64());
+    fn neighbouring_seeds_give_distinct_streams() {
+        // a seed replaying its run is tested in sim::testing
+        assert_ne!(Rng::new(42).next_u64(), Rng::new(43).next_u64());
     }
 
     #[test]

@@ -52,12 +52,6 @@ impl Deployer {
         }
     }
 
-    /// Its place in [`Deployer::ALL`] (either variant).
-    pub fn index(self) -> usize {
-        let same = |d: &Deployer| d.label() == self.label();
-        Deployer::ALL.iter().position(same).unwrap_or(0)
-    }
-
     /// The label, with the variant the seed drew.
     pub fn name(self) -> &'static str {
         match self {
@@ -85,7 +79,7 @@ impl Deployer {
 }
 
 /// In the order of [`Lifecycle::ALL`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lifecycle {
     /// The upgrade alone.
     None,
@@ -151,23 +145,18 @@ impl Scenario {
         } else {
             Kind::Rke2ControlPlane
         };
-        let rke2 = if cp_kind == Kind::Rke2ControlPlane || rng.chance(30) {
-            Some(capi_v1beta2 && rng.chance(70))
-        } else {
-            None
-        };
-        let md_count = rng.range(1, 2);
-        let mds = (0..md_count)
+        let rke2 = (cp_kind == Kind::Rke2ControlPlane || rng.chance(30))
+            .then(|| capi_v1beta2 && rng.chance(70));
+        let mds = (0..rng.range(1, 2))
             .map(|_| {
                 let replicas = rng.range(1, 3) as u32;
-                if rng.chance(50) {
-                    (replicas, 1, 0)
-                } else {
-                    (replicas, 0, 1)
-                }
+                // maxSurge 1 or maxUnavailable 1
+                let surge = u32::from(rng.chance(50));
+                (replicas, surge, 1 - surge)
             })
             .collect();
         let upgrade_workers = rng.chance(80);
+        // an upgrade changes the workers or the control plane, or both
         let upgrade_cp = !upgrade_workers || rng.chance(50);
         let upgrade_at = rng.range(60, 900);
         let mut sc = Scenario {
@@ -183,11 +172,7 @@ impl Scenario {
             cp_surge: if rng.chance(50) { 1 } else { 0 },
             mds,
             node_reuse: rng.chance(80),
-            cleaning: if rng.chance(70) {
-                Some("disabled".to_string())
-            } else {
-                None
-            },
+            cleaning: rng.chance(70).then(|| "disabled".to_string()),
             upgrade_workers,
             upgrade_bootstrap: rng.chance(50),
             upgrade_cp,
@@ -199,15 +184,9 @@ impl Scenario {
             cp_needs_template_on_delete: false,
         };
         // drawn last, so that the draws above stay what they were before these were modelled
-        sc.deployer = match sc.deployer {
-            Deployer::Kustomize { .. } => Deployer::Kustomize {
-                retries: rng.chance(50),
-            },
-            Deployer::Flux { .. } => Deployer::Flux {
-                retries: rng.chance(50),
-            },
-            other => other,
-        };
+        if let Deployer::Kustomize { retries } | Deployer::Flux { retries } = &mut sc.deployer {
+            *retries = rng.chance(50);
+        }
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
             _ => sc.release.rke2 == Some(true) && rng.chance(40),
@@ -272,11 +251,7 @@ impl Metrics {
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
     pub fn failed(&self, deployer: Deployer) -> bool {
-        let unexplained_leaks = if deployer.explained_leak().is_some() {
-            0
-        } else {
-            self.leaked
-        };
+        let unexplained_leaks = deployer.explained_leak().map_or(self.leaked, |_| 0);
         self.lost + self.missing + self.stuck + self.left + self.refused_creates + unexplained_leaks
             > 0
     }
@@ -298,9 +273,7 @@ impl Sim<'_> {
             t.annotations
                 .insert("helm.sh/resource-policy".into(), "keep".into());
         }
-        if owned {
-            t.owner_cluster = Some(CLUSTER.into());
-        }
+        t.owner_cluster = owned.then(|| CLUSTER.into());
         self.create(t)
     }
 
@@ -310,7 +283,11 @@ impl Sim<'_> {
         let mut cluster = Obj::new(Kind::Cluster, CLUSTER, Spec::Cluster { paused: false });
         cluster.finalizers.insert(CLUSTER_FINALIZER.into());
         self.create(cluster);
-        let (m3mt, bk) = (Kind::Metal3MachineTemplate, self.bootstrap_kind());
+        let m3mt = Kind::Metal3MachineTemplate;
+        let bk = match self.sc.cp_kind {
+            Kind::Rke2ControlPlane => Kind::Rke2ConfigTemplate,
+            _ => Kind::KubeadmConfigTemplate,
+        };
         let mut workers = Vec::new();
         let cp_infra = if self.topology() {
             let cc_cp = self.new_template(m3mt, "cc-cp", false);

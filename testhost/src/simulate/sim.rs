@@ -111,8 +111,6 @@ pub struct Sim<'a> {
     /// The release's objects (owners and templates) before and after the upgrade, and what it
     /// retired, for a rollback and the attempt after it.
     pub(super) revisions: Option<(Vec<Obj>, Vec<Obj>, BTreeSet<Ref>)>,
-    pub(super) topo_md_removed: bool,
-    pub(super) lifecycle_started: bool,
     pub(super) ns_kinds: Vec<Kind>,
     pub(super) move_phase: MovePhase,
     /// (next attempt, retry delay, first attempt) per object being retried
@@ -140,8 +138,6 @@ impl<'a> Sim<'a> {
             deploy: DeployPhase::Apply,
             retired: BTreeSet::new(),
             revisions: None,
-            topo_md_removed: false,
-            lifecycle_started: false,
             ns_kinds: Vec::new(),
             move_phase: MovePhase::Pause,
             backoff: BTreeMap::new(),
@@ -184,14 +180,6 @@ impl<'a> Sim<'a> {
         format!("{prefix}-{hash:08x}")
     }
 
-    pub(super) fn bootstrap_kind(&self) -> Kind {
-        if self.sc.cp_kind == Kind::Rke2ControlPlane {
-            Kind::Rke2ConfigTemplate
-        } else {
-            Kind::KubeadmConfigTemplate
-        }
-    }
-
     pub(super) fn topology(&self) -> bool {
         self.sc.deployer == Deployer::Topology
     }
@@ -223,11 +211,11 @@ impl<'a> Sim<'a> {
     /// The control plane's infrastructure template, unless the control plane is gone (or, with
     /// `live`, being deleted).
     pub(super) fn cp_infra(&self, live: bool) -> Option<Ref> {
-        self.read(|s| match s.get(self.sc.cp_kind, CP)? {
-            Obj {
-                deleting: Some(_), ..
-            } if live => None,
-            o => o.spec.templates().first().map(|r| (*r).clone()),
+        self.read(|s| {
+            let cp = s
+                .get(self.sc.cp_kind, CP)
+                .filter(|o| !live || o.deleting.is_none())?;
+            cp.spec.templates().first().map(|r| (*r).clone())
         })
     }
 
@@ -250,7 +238,9 @@ impl<'a> Sim<'a> {
         user: &str,
         store: usize,
     ) -> Result<(Verdict, Value)> {
-        let (kind, version) = (obj.kind, self.served_version(obj.kind));
+        let kind = obj.kind;
+        let v2 = self.sc.release.serves(kind, "v1beta2") && self.rng.chance(60);
+        let version = if v2 { "v1beta2" } else { "v1beta1" };
         let mut value = render(obj, version, &self.sc.release);
         let (key, options) = if operation == "DELETE" {
             let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
@@ -291,22 +281,13 @@ impl<'a> Sim<'a> {
         Ok((verdict?, value))
     }
 
-    pub(super) fn served_version(&mut self, kind: Kind) -> &'static str {
-        if self.sc.release.serves(kind, "v1beta2") && self.rng.chance(60) {
-            "v1beta2"
-        } else {
-            "v1beta1"
-        }
-    }
-
     /// DELETE of an object; templates go through the admission chain. False when it refused.
     pub(super) fn delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<bool> {
-        let Some(obj) = self.read(|s| s.get(kind, name).cloned()) else {
+        // gone or being deleted: nothing to do
+        let live = |o: &&Obj| o.deleting.is_none();
+        let Some(obj) = self.read(|s| s.get(kind, name).filter(live).cloned()) else {
             return Ok(true);
         };
-        if obj.deleting.is_some() {
-            return Ok(true);
-        }
         if kind.is_template() {
             let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
@@ -348,10 +329,8 @@ impl<'a> Sim<'a> {
 
     /// Whether `(task, kind, name)` may be tried now (it is not waiting for a retry).
     pub(super) fn due(&self, task: Task, kind: Kind, name: &str) -> bool {
-        let key = (task, kind, name.to_string());
-        self.backoff
-            .get(&key)
-            .is_none_or(|(next, ..)| *next <= self.now)
+        let retry = self.backoff.get(&(task, kind, name.to_string()));
+        retry.is_none_or(|(next, ..)| *next <= self.now)
     }
 
     /// Records a retry of a refused delete, the delay doubling from `first` up to `max`; returns
@@ -439,7 +418,11 @@ impl<'a> Sim<'a> {
                 return Ok(Some(self.rng.range(lo, hi)));
             }
             Task::Topology => self.topology_step()?,
-            Task::MdController => self.md_controller()?,
+            // the MachineDeployment controller does nothing while the Cluster is paused
+            Task::MdController if self.cluster_state().0 => false,
+            Task::MdController => {
+                self.reconcile_each(Kind::MachineDeployment, Self::reconcile_md)?
+            }
             Task::MsController => self.reconcile_each(Kind::MachineSet, Self::reconcile_ms)?,
             Task::CpController => self.cp_controller()?,
             Task::ClusterController => self.cluster_controller(),
@@ -475,8 +458,8 @@ impl<'a> Sim<'a> {
     }
 
     fn lifecycle(&mut self) -> Result<Option<u64>> {
-        if !self.lifecycle_started {
-            self.lifecycle_started = true;
+        // its first wake-up (the next ones are at least a second later)
+        if self.now == self.sc.lifecycle_at {
             let label = self.sc.lifecycle.label();
             self.ev(|| format!("lifecycle: {label}"));
         }
@@ -496,6 +479,8 @@ impl<'a> Sim<'a> {
 #[cfg(test)]
 pub(super) mod testing {
     use super::*;
+    // what the actors' tests name their flows by
+    pub use super::super::scenario::{Deployer, Lifecycle};
 
     /// A run of `seed` without the policy, or refusing every template DELETE (as the policy does
     /// for templates in use).
@@ -518,7 +503,10 @@ pub(super) mod testing {
 
     /// The index of a flow: deployer, then lifecycle.
     pub fn flow(deployer: Deployer, lifecycle: Lifecycle) -> u64 {
-        (lifecycle as usize * Deployer::ALL.len() + deployer.index()) as u64
+        // its place in Deployer::ALL, either variant
+        let same = |d: &Deployer| d.label() == deployer.label();
+        let index = Deployer::ALL.iter().position(same).unwrap();
+        (lifecycle as usize * Deployer::ALL.len() + index) as u64
     }
 
     /// 20 seeds of a flow.

@@ -6,26 +6,24 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::{Kind, MdSpec, Obj, Ref, Spec};
+use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
 
 impl Sim<'_> {
     pub(super) fn topology_step(&mut self) -> Result<bool> {
         let (paused, deleting) = self.cluster_state();
-        if paused || deleting || !self.read(|s| s.get(Kind::Cluster, CLUSTER).is_some()) {
+        // a Cluster that is gone reads as paused
+        if paused || deleting {
             return Ok(false);
         }
         let Some(Spec::ClusterClass { cp_infra, workers }) = self.spec(Kind::ClusterClass, CLASS)
         else {
             return Ok(false);
         };
-        // the topology reads every template the class names
-        let mut ok = self.fetch("topology", &cp_infra);
-        for w in &workers {
-            ok &= self.fetch("topology", &w.infra);
-            ok &= self.fetch("topology", &w.bootstrap);
-        }
-        if !ok {
+        // the topology reads every template the class names (each missing one an error)
+        let templates = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
+        let templates = [&cp_infra].into_iter().chain(templates);
+        if !templates.fold(true, |ok, r| self.fetch("topology", r) & ok) {
             return Ok(false);
         }
         let copies = |sim: &Self, r: &Ref, source: &Ref| sim.read(|s| s.is_copy_of(r, source));
@@ -48,30 +46,20 @@ impl Sim<'_> {
         }
         for (i, w) in workers.iter().enumerate() {
             let md = format!("edge-a-md{i}");
-            let Some(Obj {
-                spec:
-                    Spec::MachineDeployment(MdSpec {
-                        infra, bootstrap, ..
-                    }),
-                deleting: None,
-                ..
-            }) = self.read(|s| s.get(Kind::MachineDeployment, &md).cloned())
-            else {
+            let live = |o: &&Obj| o.deleting.is_none();
+            let spec = self.read(|s| s.get(Kind::MachineDeployment, &md).filter(live).cloned());
+            let Some(Spec::MachineDeployment(spec)) = spec.map(|o| o.spec) else {
                 continue;
             };
-            if self.sc.remove_md
-                && i == 0
-                && self.deploy == DeployPhase::Done
-                && !self.topo_md_removed
-            {
-                self.topo_md_removed = true;
+            // once removed, the MachineDeployment is being deleted or gone: skipped above
+            if self.sc.remove_md && i == 0 && self.deploy == DeployPhase::Done {
                 self.ev(|| format!("topology: {md} removed from the topology"));
                 self.delete(Kind::MachineDeployment, &md, "topology")?;
                 return Ok(true);
             }
             let (infra_ok, boot_ok) = (
-                copies(self, &infra, &w.infra),
-                copies(self, &bootstrap, &w.bootstrap),
+                copies(self, &spec.infra, &w.infra),
+                copies(self, &spec.bootstrap, &w.bootstrap),
             );
             if infra_ok && boot_ok {
                 continue;
@@ -83,10 +71,10 @@ impl Sim<'_> {
                     self.copy_of(source, &format!("edge-a-{}-{part}", w.class))
                 }
             };
-            let Some(new_infra) = copy(infra, infra_ok, &w.infra, "infra") else {
+            let Some(new_infra) = copy(spec.infra, infra_ok, &w.infra, "infra") else {
                 return Ok(false);
             };
-            let Some(new_boot) = copy(bootstrap, boot_ok, &w.bootstrap, "bootstrap") else {
+            let Some(new_boot) = copy(spec.bootstrap, boot_ok, &w.bootstrap, "bootstrap") else {
                 return Ok(false);
             };
             self.point_machine_deployment(&md, new_infra.clone(), new_boot.clone());
@@ -96,10 +84,11 @@ impl Sim<'_> {
         Ok(false)
     }
 
-    /// The topology's finalizer on a MachineDeployment or MachineSet being deleted: deletes each
-    /// of its templates that exists and is not `in_use`, when its controller is due for it (a
-    /// refused delete is retried later), and drops the finalizer once none is left; true when it
-    /// did. cluster-api internal/controllers/topology/machineset/machineset_controller.go and
+    /// The topology's finalizer (if it has one) on a MachineDeployment or MachineSet being
+    /// deleted: deletes each of its templates that exists and is not `in_use`, when its controller
+    /// is due for it (a refused delete is retried later), and drops the finalizer once none is
+    /// left; true when it did. cluster-api
+    /// internal/controllers/topology/machineset/machineset_controller.go and
     /// machinedeployment/machinedeployment_controller.go@v1.12.0 (reconcileDelete): an error
     /// requeues, so the deletion is retried until it succeeds.
     pub(super) fn topology_finalizer(&mut self, obj: &Obj, in_use: &BTreeSet<Ref>) -> Result<bool> {
@@ -107,6 +96,9 @@ impl Sim<'_> {
             Kind::MachineSet => (Task::MsController, MS_TOPOLOGY_FINALIZER),
             _ => (Task::MdController, MD_TOPOLOGY_FINALIZER),
         };
+        if !obj.finalizers.contains(finalizer) {
+            return Ok(false);
+        }
         let who = format!("topology ({} finalizer)", obj.kind.name());
         let mut done = true;
         for r in obj.spec.templates() {
@@ -131,7 +123,6 @@ impl Sim<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::scenario::{Deployer, Lifecycle};
     use super::super::sim::testing::*;
 
     #[test]

@@ -26,12 +26,9 @@ impl Sim<'_> {
                 s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name)
                     .all(|ms| {
                         let n = machines(s, ms).count() as u32;
-                        let r = ms.spec.ms_replicas();
-                        if ms.spec.templates() == md.spec.templates() {
-                            r == replicas && n == replicas
-                        } else {
-                            r == 0 && n == 0
-                        }
+                        let current = ms.spec.templates() == md.spec.templates();
+                        let want = if current { replicas } else { 0 };
+                        ms.spec.ms_replicas() == want && n == want
                     })
             });
             let cp_rolled = match s.get(self.sc.cp_kind, CP) {
@@ -40,10 +37,8 @@ impl Sim<'_> {
                     deleting: None,
                     ..
                 }) => {
-                    let machines: Vec<&Obj> = s
-                        .of_kind(Kind::Metal3Machine)
-                        .filter(|m| m.controlled_by(self.sc.cp_kind, None))
-                        .collect();
+                    let kind = self.sc.cp_kind;
+                    let machines: Vec<&Obj> = s.owned(Kind::Metal3Machine, kind, CP).collect();
                     machines.len() as u32 == cp.replicas
                         && machines
                             .iter()
@@ -64,26 +59,20 @@ impl Sim<'_> {
             else {
                 return true;
             };
-            let cp = match s.get(self.sc.cp_kind, CP) {
-                Some(Obj {
-                    spec: Spec::ControlPlane(cp),
-                    ..
-                }) => s.is_copy_of(&cp.infra, cp_infra),
-                _ => true,
+            // the owner's templates (the infrastructure first) are copies of the class's
+            let copies = |owner: Option<&Obj>, sources: &[&Ref]| {
+                owner.is_none_or(|o| {
+                    let mut templates = o.spec.templates().into_iter().zip(sources);
+                    templates.all(|(r, source)| s.is_copy_of(r, source))
+                })
             };
-            cp && workers.iter().enumerate().all(|(i, w)| {
-                match s.get(Kind::MachineDeployment, &format!("edge-a-md{i}")) {
-                    Some(Obj {
-                        spec: Spec::MachineDeployment(md),
-                        deleting: None,
-                        ..
-                    }) => {
-                        s.is_copy_of(&md.infra, &w.infra)
-                            && s.is_copy_of(&md.bootstrap, &w.bootstrap)
-                    }
-                    _ => true,
-                }
-            })
+            copies(s.get(self.sc.cp_kind, CP), &[cp_infra])
+                && workers.iter().enumerate().all(|(i, w)| {
+                    let md = s.get(Kind::MachineDeployment, &format!("edge-a-md{i}"));
+                    // one being deleted counts as applied
+                    let md = md.filter(|o| o.deleting.is_none());
+                    copies(md, &[&w.infra, &w.bootstrap])
+                })
         })
     }
 
@@ -97,11 +86,8 @@ impl Sim<'_> {
                     Spec::MachineSet(ms) => ms.replicas > 0 || machines(s, o).next().is_some(),
                     Spec::ControlPlane(_) => true,
                     Spec::ClusterClass { cp_infra, workers } => {
-                        needed.insert(cp_infra.clone());
-                        for w in workers {
-                            needed.insert(w.infra.clone());
-                            needed.insert(w.bootstrap.clone());
-                        }
+                        let templates = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
+                        needed.extend(templates.chain([cp_infra]).cloned());
                         false
                     }
                     Spec::Metal3Machine { .. } => {
@@ -128,16 +114,12 @@ impl Sim<'_> {
     pub(super) fn flow_finished(&self) -> bool {
         match self.sc.lifecycle {
             Lifecycle::None => self.upgrade_finished(),
-            Lifecycle::ClusterDeletion => {
-                self.lifecycle_started
-                    && self.read(|s| {
-                        s.get(Kind::Cluster, CLUSTER).is_none()
-                            && !s.objects.values().any(|o| o.owner_cluster.is_some())
-                    })
-            }
-            Lifecycle::NamespaceDeletion => {
-                self.lifecycle_started && self.read(|s| s.objects.is_empty())
-            }
+            // only the lifecycle deletes the Cluster, or everything
+            Lifecycle::ClusterDeletion => self.read(|s| {
+                s.get(Kind::Cluster, CLUSTER).is_none()
+                    && !s.objects.values().any(|o| o.owner_cluster.is_some())
+            }),
+            Lifecycle::NamespaceDeletion => self.read(|s| s.objects.is_empty()),
             Lifecycle::Move => {
                 self.move_phase == MovePhase::Done && self.read(|s| s.objects.is_empty())
             }
@@ -159,11 +141,7 @@ impl Sim<'_> {
             };
             let left: Vec<String> = self.read(|s| {
                 let left = s.objects.values().map(|o| {
-                    let deleting = if o.deleting.is_some() {
-                        " (deleting)"
-                    } else {
-                        ""
-                    };
+                    let deleting = o.deleting.map_or("", |_| " (deleting)");
                     format!("{}{deleting}", o.to_ref())
                 });
                 left.collect()
