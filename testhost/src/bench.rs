@@ -350,7 +350,7 @@ impl Bench {
             responder: Some(Box::new(api)),
             ..Default::default()
         };
-        let policy = Policy::load(&module.wasm, &module.origin, true, state)?;
+        let policy = module.load(true, state)?;
         let settings = policy.validate_settings(&json!({}));
         if !settings.valid {
             bail!(

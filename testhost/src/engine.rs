@@ -107,6 +107,11 @@ impl PolicyModule {
             }
         }
     }
+
+    /// Loads the module with `state` answering its host calls.
+    pub fn load(&self, enable_cache: bool, state: HostState) -> Result<Policy> {
+        Policy::load(&self.wasm, &self.origin, enable_cache, state)
+    }
 }
 
 /// A loaded policy and the host state answering its calls.
@@ -261,7 +266,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
         verbose,
         responder: None,
     };
-    let policy = Policy::load(&module.wasm, &module.origin, true, state)?;
+    let policy = module.load(true, state)?;
     let validation = policy.validate_settings(&settings);
     if !validation.valid {
         policy.warn_leftovers();

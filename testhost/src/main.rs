@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::engine::{Policy, PolicyModule, RunArgs};
+use crate::engine::{PolicyModule, RunArgs};
 use crate::host::HostState;
 
 #[derive(Debug, Parser)]
@@ -74,7 +74,7 @@ fn protocol_version(policy: &str, verbose: bool) -> Result<ExitCode> {
         verbose,
         ..Default::default()
     };
-    let policy = Policy::load(&module.wasm, &module.origin, true, state)?;
+    let policy = module.load(true, state)?;
     println!("{}", policy.protocol_version()?);
     Ok(ExitCode::SUCCESS)
 }

@@ -155,7 +155,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             ..Default::default()
         };
         let cache = !args.disable_wasmtime_cache;
-        let policy = Policy::load(&module.wasm, &module.origin, cache, state)?;
+        let policy = module.load(cache, state)?;
         let validation = policy.validate_settings(&json!({}));
         if !validation.valid {
             bail!(
