@@ -283,3 +283,18 @@ fn not_a_module() {
         .unwrap_or_default()
         .contains("cannot compile WebAssembly module x.wasm"));
 }
+
+#[test]
+fn settings_json_is_read_like_kwctl() {
+    assert_eq!(settings(None).unwrap(), json!({}));
+    assert_eq!(settings(Some("null")).unwrap(), json!({}));
+    assert_eq!(settings(Some(r#"{"a":1}"#)).unwrap(), json!({"a": 1}));
+    assert_eq!(
+        settings(Some("[1]")).unwrap_err().to_string(),
+        "Invalid settings in CRD, not an object (--settings-json)"
+    );
+    assert!(settings(Some("{"))
+        .unwrap_err()
+        .to_string()
+        .starts_with("Cannot parse settings JSON: "));
+}

@@ -231,20 +231,24 @@ impl Policy {
     }
 }
 
+/// The settings of `--settings-json` as kwctl reads them: none or `null` is `{}`, anything but an
+/// object is refused.
+fn settings(json: Option<&str>) -> Result<Value> {
+    let Some(text) = json else {
+        return Ok(json!({}));
+    };
+    match serde_json::from_str(text).map_err(|e| anyhow!("Cannot parse settings JSON: {e}"))? {
+        Value::Null => Ok(json!({})),
+        object @ Value::Object(_) => Ok(object),
+        _ => bail!("Invalid settings in CRD, not an object (--settings-json)"),
+    }
+}
+
 /// `testhost run`, in kwctl's order: settings, request, module and metadata, the session,
 /// loading the module, validating the settings, then `validate`. Errors before the evaluation
 /// are the host's (exit 1); everything after it is in the printed response.
 pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
-    let settings = match &args.settings_json {
-        None => json!({}),
-        Some(text) => match serde_json::from_str(text)
-            .map_err(|e| anyhow!("Cannot parse settings JSON: {e}"))?
-        {
-            Value::Null => json!({}),
-            object @ Value::Object(_) => object,
-            _ => bail!("Invalid settings in CRD, not an object (--settings-json)"),
-        },
-    };
+    let settings = settings(args.settings_json.as_deref())?;
     let path = args.request_path.display();
     let text = std::fs::read_to_string(&args.request_path)
         .with_context(|| format!("Error opening request file {path}"))?;
