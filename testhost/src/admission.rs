@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use base64::Engine as _;
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 /// What `validate` returns.
 pub use kubewarden_policy_sdk::response::ValidationResponse;
@@ -85,8 +85,11 @@ impl ValidateRequest {
             .unwrap_or_default()
     }
 
-    pub fn value(&self) -> &Value {
-        &self.0
+    /// What `validate` is called with: this request and `settings`.
+    pub fn payload(&self, settings: &Value) -> Vec<u8> {
+        json!({"request": self.0, "settings": settings})
+            .to_string()
+            .into_bytes()
     }
 
     /// The object a mutation is compared against (absent for DELETE).
@@ -212,8 +215,8 @@ mod tests {
         assert_eq!(req.uid(), "abc");
         // serde_json without `preserve_order`, as kwctl: sorted keys (the patch order depends on it)
         assert_eq!(
-            req.value().to_string(),
-            r#"{"kind":{"group":"apps","kind":"Deployment","version":"v1"},"namespace":"default","object":{"metadata":{"labels":{"a":"1"},"name":"x"},"spec":{"replicas":1}},"operation":"CREATE","resource":{"group":"apps","resource":"deployments","version":"v1"},"uid":"abc","userInfo":{"username":"alice"}}"#
+            String::from_utf8(req.payload(&json!({"a": 1}))).unwrap(),
+            r#"{"request":{"kind":{"group":"apps","kind":"Deployment","version":"v1"},"namespace":"default","object":{"metadata":{"labels":{"a":"1"},"name":"x"},"spec":{"replicas":1}},"operation":"CREATE","resource":{"group":"apps","resource":"deployments","version":"v1"},"uid":"abc","userInfo":{"username":"alice"}},"settings":{"a":1}}"#
         );
         let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request()});
         assert_eq!(ValidateRequest::build(&review).unwrap().uid(), "abc");

@@ -1,14 +1,11 @@
-//! Benchmarks of `validate` inside the compiled module.
-//!
-//! * `testhost bench`: one request, answered from a session file, timed `--iterations` times.
-//! * `testhost bench-compare`: the policy against a baseline on generated namespaces
-//!   (`bench/make_namespace.py`), in one run, so that a shared, noisy machine still gives
-//!   meaningful ratios. See [`compare`].
+//! `testhost bench-compare`: `validate` inside the compiled module against a native baseline on
+//! generated namespaces (`bench/make_namespace.py`), in one run, so that a shared, noisy machine
+//! still gives meaningful ratios. See [`compare`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -18,7 +15,7 @@ use tabled::{builder::Builder, settings::Style};
 
 use crate::admission::{ValidateRequest, ValidationResponse};
 use crate::engine::{Policy, PolicyModule};
-use crate::host::{ContextAwareResource, HostState, Responder};
+use crate::host::{lock, ContextAwareResource, HostState, Responder};
 use crate::kube::{self, Crd};
 use crate::session::KubeRequest;
 
@@ -240,10 +237,6 @@ impl Responder for BenchApi {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl BenchApi {
     /// The version part of `api_version` when the release serves it, else the host's error.
     fn served<'r>(&self, api_version: &'r str, kind: &str) -> Result<&'r str, String> {
@@ -350,7 +343,7 @@ impl Bench {
             responder: Some(Box::new(api)),
             ..Default::default()
         };
-        let policy = module.load(true, state)?;
+        let policy = module.load(state)?;
         let settings = policy.validate_settings(&json!({}));
         if !settings.valid {
             bail!(
@@ -588,10 +581,7 @@ fn time_baseline(ns: &Namespace, template: &Value, iterations: usize) -> Result<
 }
 
 fn validate_payload(request: &Value) -> Result<Vec<u8>> {
-    let request = ValidateRequest::build(request)?;
-    Ok(serde_json::to_vec(
-        &json!({"request": request.value(), "settings": {}}),
-    )?)
+    Ok(ValidateRequest::build(request)?.payload(&json!({})))
 }
 
 /// One namespace's results.
@@ -602,7 +592,8 @@ struct Row {
     baseline: Sample,
     create: Sample,
     ignored: Sample,
-    releases: Vec<(Release, Option<(Traffic, Verdict)>)>,
+    /// The DELETE on each of [`Release::ALL`] whose objects the namespace has.
+    releases: Vec<Option<(Traffic, Verdict)>>,
 }
 
 /// `testhost bench-compare`: for each namespace, times the DELETE of the template with the masks
@@ -610,7 +601,7 @@ struct Row {
 /// the baseline, the CREATE mutation and an ignored request, on a two-version release; then counts
 /// the DELETE's host calls on each release line whose objects the namespace has.
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
-    let module = PolicyModule::open(&args.policy, None)?;
+    let module = PolicyModule::open(&args.policy)?;
     let allow_list = module.allow_list(true);
     let mut rows = Vec::new();
     for dir in &args.namespaces {
@@ -660,13 +651,12 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
         let mut releases = Vec::new();
         for release in Release::ALL {
             if !ns.has_version(release.preferred()) {
-                releases.push((release, None));
+                releases.push(None);
                 continue;
             }
-            let bench = load(release, true)?;
-            let (_, verdict, traffic) =
-                bench.evaluate(&validate_payload(&ns.request("delete", release)?)?)?;
-            releases.push((release, Some((traffic, verdict))));
+            let payload = validate_payload(&ns.request("delete", release)?)?;
+            let (_, verdict, traffic) = load(release, true)?.evaluate(&payload)?;
+            releases.push(Some((traffic, verdict)));
         }
         eprintln!(
             "{}: {} Metal3Machines, {iterations} evaluations per case, {:.0} s",
@@ -735,7 +725,7 @@ fn render(rows: &[Row]) -> String {
                 s.traffic.calls.to_string(),
             ]);
         }
-        cells.extend(r.releases.iter().map(|(_, t)| match t {
+        cells.extend(r.releases.iter().map(|t| match t {
             Some((traffic, verdict)) if *verdict == r.delete.verdict => traffic.calls.to_string(),
             Some((traffic, verdict)) => format!("{} ({verdict})", traffic.calls),
             None => "–".to_string(),

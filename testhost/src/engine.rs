@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -15,7 +15,7 @@ use wasmtime_provider::wasmtime;
 use crate::admission::{
     AdmissionResponse, SettingsValidationResponse, ValidateRequest, ValidationResponse,
 };
-use crate::host::{ContextAwareResource, HostState};
+use crate::host::{lock, ContextAwareResource, HostState};
 use crate::session::Replayer;
 
 /// The options of `kwctl run` that this project's tests pass.
@@ -58,17 +58,16 @@ pub struct PolicyModule {
 }
 
 impl PolicyModule {
-    /// Reads the module at `path` and its metadata: `metadata` when given (it must exist), else
-    /// ./metadata.yml when it exists. kwctl reads the metadata `kwctl annotate` embedded instead;
-    /// the test host runs the module `make` builds, which is not annotated.
-    pub fn open(path: &str, metadata: Option<&Path>) -> Result<Self> {
+    /// Reads the module at `path` and ./metadata.yml when it exists. kwctl reads the metadata
+    /// `kwctl annotate` embedded instead; the test host runs the module `make` builds, which is
+    /// not annotated.
+    pub fn open(path: &str) -> Result<Self> {
         let wasm =
             std::fs::read(path).with_context(|| format!("cannot read policy file {path}"))?;
         if !wasm.starts_with(b"\0asm") {
             bail!("cannot load policy file {path}: not a WebAssembly binary (bad magic number)");
         }
-        let default = Path::new("metadata.yml");
-        let file = metadata.or_else(|| default.is_file().then_some(default));
+        let file = Some(Path::new("metadata.yml")).filter(|f| f.is_file());
         let metadata = file
             .map(|file| -> Result<_> {
                 let text = std::fs::read_to_string(file)
@@ -108,9 +107,9 @@ impl PolicyModule {
         }
     }
 
-    /// Loads the module with `state` answering its host calls.
-    pub fn load(&self, enable_cache: bool, state: HostState) -> Result<Policy> {
-        Policy::load(&self.wasm, &self.origin, enable_cache, state)
+    /// Loads the module with `state` answering its host calls, through wasmtime's cache.
+    pub fn load(&self, state: HostState) -> Result<Policy> {
+        Policy::load(&self.wasm, &self.origin, true, state)
     }
 }
 
@@ -147,7 +146,7 @@ impl Policy {
         let shared = state.clone();
         let callback =
             move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
-                let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = lock(&shared);
                 state
                     .host_call(binding, namespace, operation, payload)
                     .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
@@ -162,7 +161,7 @@ impl Policy {
     }
 
     pub fn with_state<T>(&self, f: impl FnOnce(&mut HostState) -> T) -> T {
-        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
+        f(&mut lock(&self.state))
     }
 
     /// Calls `validate_settings`; a failure of the call is an invalid answer, as with kwctl.
@@ -185,9 +184,8 @@ impl Policy {
     /// 500 response, not an error of the host.
     pub fn validate(&self, request: &ValidateRequest, settings: &Value) -> AdmissionResponse {
         let uid = request.uid();
-        let payload = json!({"request": request.value(), "settings": settings}).to_string();
         let answer = self
-            .call("validate", payload.as_bytes())
+            .call("validate", &request.payload(settings))
             .map_err(|e| e.to_string())
             .and_then(|res| {
                 serde_json::from_slice::<ValidationResponse>(&res)
@@ -255,7 +253,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
     let request: Value = serde_json::from_str(&text)
         .with_context(|| format!("cannot parse request file {path} as JSON"))?;
     let request = ValidateRequest::build(&request)?;
-    let module = PolicyModule::open(&args.policy, None)?;
+    let module = PolicyModule::open(&args.policy)?;
     let allow_list = module.allow_list(args.allow_context_aware);
     // kwctl reads the session lazily (and panics on a bad file); the test host reads it up front
     // and says which file is wrong and why
@@ -270,7 +268,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
         verbose,
         responder: None,
     };
-    let policy = module.load(true, state)?;
+    let policy = module.load(state)?;
     let validation = policy.validate_settings(&settings);
     if !validation.valid {
         policy.warn_leftovers();

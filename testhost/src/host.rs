@@ -4,6 +4,7 @@
 //! access check and the `Callback evaluation failure: ` prefix are the policy evaluator's.
 
 use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +22,12 @@ pub struct ContextAwareResource {
 /// `bench-compare`. The `Err` text is the host's own, before the policy evaluator's prefix.
 pub trait Responder: Send {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String>;
+}
+
+/// The lock of `mutex`, also after a panic elsewhere: the host state and the simulated API
+/// servers are shared between the callback and the command that drives the policy.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Everything the host callback needs.

@@ -69,12 +69,12 @@ fn main() -> ExitCode {
 }
 
 fn protocol_version(policy: &str, verbose: bool) -> Result<ExitCode> {
-    let module = PolicyModule::open(policy, None)?;
+    let module = PolicyModule::open(policy)?;
     let state = HostState {
         verbose,
         ..Default::default()
     };
-    let policy = module.load(true, state)?;
+    let policy = module.load(state)?;
     println!("{}", policy.protocol_version()?);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
-//! Versions agree, and artifacthub-pkg.yml is what `kwctl scaffold artifacthub` derives.
+//! Versions agree, artifacthub-pkg.yml is what `kwctl scaffold artifacthub` derives, and the
+//! contact Artifact Hub shows is the issue tracker.
 
 use super::*;
 
@@ -356,5 +357,63 @@ fn the_install_check_refuses_a_scaffold_without_context_aware_resources() {
     assert!(
         refused.is_err(),
         "a scaffold without --allow-context-aware must be refused"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contact
+
+/// Where the project answers. Artifact Hub shows an author's address as the maintainer contact.
+const ISSUE_TRACKER: &str = "https://github.com/capi-template-guard/capi-template-guard/issues";
+
+/// Parts of addresses that nobody reads.
+const PLACEHOLDER_MAILBOXES: [&str; 6] = [
+    "noreply",
+    "no-reply",
+    "example.org",
+    "example.com",
+    "example.net",
+    "localhost",
+];
+
+/// Email addresses outside YAML and TOML comments.
+fn addresses(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .flat_map(|line| line.split(|c: char| c.is_whitespace() || "<>\"',;()[]".contains(c)))
+        .filter(|word| {
+            word.split_once('@')
+                .is_some_and(|(user, host)| !user.is_empty() && host.contains('.'))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_contact_is_the_issue_tracker_and_no_placeholder_mailbox() {
+    for file in [
+        "metadata.yml",
+        "artifacthub-pkg.yml",
+        "artifacthub-repo.yml",
+        "Cargo.toml",
+    ] {
+        for address in addresses(&read(file)) {
+            assert!(
+                !PLACEHOLDER_MAILBOXES
+                    .iter()
+                    .any(|p| address.to_lowercase().contains(p)),
+                "{file} names {address}, a mailbox nobody reads; the project answers at {ISSUE_TRACKER}"
+            );
+        }
+    }
+    for file in ["README.md", "Cargo.toml", "metadata.yml"] {
+        assert!(
+            read(file).contains(ISSUE_TRACKER),
+            "{file} must name the issue tracker {ISSUE_TRACKER} as the contact"
+        );
+    }
+    assert_eq!(
+        addresses("author: A <a@users.noreply.github.com>\n# owner: b@example.org\nemail: c@d.io"),
+        vec!["a@users.noreply.github.com", "c@d.io"]
     );
 }

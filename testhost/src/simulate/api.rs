@@ -4,14 +4,14 @@
 //! and the host's error texts from [`crate::kube`].
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 #[cfg(test)]
 use super::objects::MsSpec;
 use super::objects::{installed, Kind, Obj, Ref, Release, Spec, Store, NAMESPACE};
-use crate::host::Responder;
+use crate::host::{lock, Responder};
 use crate::kube::{self, Crd};
 use crate::session::KubeRequest;
 
@@ -24,11 +24,6 @@ pub struct Api {
     /// Which store answers the policy's lookups (0: source, 1: move target).
     pub active: usize,
     pub host_calls: u64,
-}
-
-/// The lock of `mutex`, also after a panic elsewhere.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Api {

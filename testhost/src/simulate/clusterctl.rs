@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::api::lock;
 use super::objects::{Kind, Spec, DELETE_FOR_MOVE};
 use super::sim::*;
+use crate::host::lock;
 
 impl Sim<'_> {
     /// clusterctl move: pause, create everything on the target, then annotate and delete each

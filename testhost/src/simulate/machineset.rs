@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Result};
 
-use super::api::lock;
 use super::objects::{Kind, Obj, Ref, Spec};
 use super::sim::*;
+use crate::host::lock;
 
 impl Sim<'_> {
     /// Writes the MachineSet `ms`'s replicas: its spec's (a MachineDeployment scaling it) or,

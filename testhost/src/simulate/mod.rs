@@ -21,7 +21,6 @@ mod topology;
 mod verdicts;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,14 +61,6 @@ pub struct SimulateArgs {
     /// Print the event trace of at most this many failing seeds
     #[arg(long, default_value_t = 3)]
     show_failures: usize,
-
-    /// metadata.yml giving contextAwareResources (default: ./metadata.yml)
-    #[arg(long, value_name = "FILE")]
-    metadata: Option<PathBuf>,
-
-    /// Turn off usage of wasmtime cache
-    #[arg(long)]
-    disable_wasmtime_cache: bool,
 
     /// Policy module
     #[arg(default_value = "policy.wasm")]
@@ -143,7 +134,7 @@ struct Totals {
 }
 
 pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
-    let module = PolicyModule::open(&args.policy, args.metadata.as_deref())?;
+    let module = PolicyModule::open(&args.policy)?;
     let allow_list = module.allow_list(true);
     // the module as one worker loads it, answered from its own simulated cluster
     let load = || -> Result<(Policy, Arc<Mutex<Api>>)> {
@@ -154,8 +145,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             responder: Some(Box::new(SimHost { api: api.clone() })),
             ..Default::default()
         };
-        let cache = !args.disable_wasmtime_cache;
-        let policy = module.load(cache, state)?;
+        let policy = module.load(state)?;
         let validation = policy.validate_settings(&json!({}));
         if !validation.valid {
             bail!(

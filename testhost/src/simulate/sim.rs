@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use super::api::{lock, render, Api};
+use super::api::{render, Api};
 use super::objects::{Kind, Obj, Ref, Spec, Store, NAMESPACE};
 use super::rng::Rng;
 use super::scenario::{Deployer, Lifecycle, Metrics, Scenario};
+use crate::host::lock;
 use crate::kube;
 
 pub(super) const CLUSTER: &str = "edge-a";

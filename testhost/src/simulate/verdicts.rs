@@ -2,10 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use super::api::lock;
 use super::objects::{Kind, MdSpec, Obj, Ref, Spec, Store};
 use super::scenario::*;
 use super::sim::*;
+use crate::host::lock;
 
 /// The Metal3Machines `owner` controls.
 fn machines<'s>(s: &'s Store, owner: &'s Obj) -> impl Iterator<Item = &'s Obj> {
