@@ -14,7 +14,7 @@
 //!   and fails the Job on any other failure (run against a fake kubectl).
 //! - The release workflow pushes to the OCI repository named in metadata.yml.
 //! - The contact is the issue tracker; no placeholder mailbox is named.
-//! - The README stays short, and no text file is longer than 800 lines.
+//! - The README stays short.
 //!
 //! Run with `cargo test --test packaging`. This file holds what the checks share (reading
 //! files, metadata.yml, rules and resources); each concern is a module beside it.

@@ -131,8 +131,6 @@ fn every_question_is_complete() {
 /// The README is also the Artifact Hub page and is embedded in the module by `kwctl annotate`:
 /// it stays short, and the rest lives in docs/ and CONTRIBUTING.md.
 const README_MAX_LINES: usize = 250;
-/// No file, documentation page or source, grows past what a reader can take in one go.
-const FILE_MAX_LINES: usize = 800;
 
 #[test]
 fn the_readme_is_short() {
@@ -140,52 +138,6 @@ fn the_readme_is_short() {
     assert!(
         lines <= README_MAX_LINES,
         "README.md has {lines} lines; keep it at most {README_MAX_LINES} and move detail to docs/"
-    );
-}
-
-/// Every text file of the repository (target/ and .git/ left out) but Cargo.lock, which cargo
-/// writes, as paths relative to the root, with its number of lines.
-fn text_file_lengths() -> Vec<(String, usize)> {
-    fn walk(dir: &Path, out: &mut Vec<(String, usize)>) {
-        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
-            let (path, name) = (entry.path(), entry.file_name());
-            if path.is_dir() {
-                if name != "target" && name != ".git" {
-                    walk(&path, out);
-                }
-            } else if name != "Cargo.lock" {
-                // binaries (policy.wasm) are not read
-                if let Ok(text) = fs::read_to_string(&path) {
-                    let relative = path.strip_prefix(root()).unwrap_or(&path);
-                    out.push((relative.display().to_string(), text.lines().count()));
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&root(), &mut out);
-    out.sort();
-    out
-}
-
-#[test]
-fn no_file_is_longer_than_a_reader_takes_in() {
-    let files = text_file_lengths();
-    for expected in ["docs/design.md", "src/decision.rs", "testhost/src/bench.rs"] {
-        assert!(
-            files.iter().any(|(f, _)| f == expected),
-            "{expected} not seen"
-        );
-    }
-    let long: Vec<String> = files
-        .iter()
-        .filter(|(_, lines)| *lines > FILE_MAX_LINES)
-        .map(|(file, lines)| format!("{file} ({lines} lines)"))
-        .collect();
-    assert!(
-        long.is_empty(),
-        "longer than {FILE_MAX_LINES} lines: {}; split them by concept",
-        long.join(", ")
     );
 }
 
