@@ -282,6 +282,15 @@ pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
     Ok(response)
 }
 
+/// `testhost protocol-version`: what the module reports, checked as `kwctl annotate` checks it.
+pub fn protocol_version(policy: &str, verbose: bool) -> Result<String> {
+    let state = HostState {
+        verbose,
+        ..Default::default()
+    };
+    PolicyModule::open(policy)?.load(state)?.protocol_version()
+}
+
 #[cfg(test)]
 #[path = "e2e_tests.rs"]
 mod e2e_tests;

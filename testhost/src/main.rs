@@ -13,11 +13,9 @@ mod simulate;
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::engine::{PolicyModule, RunArgs};
-use crate::host::HostState;
+use crate::engine::RunArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -57,7 +55,12 @@ fn main() -> ExitCode {
             println!("{}", serde_json::to_string(&response)?);
             Ok(ExitCode::SUCCESS)
         }),
-        Command::ProtocolVersion { policy } => protocol_version(&policy, verbose),
+        Command::ProtocolVersion { policy } => {
+            engine::protocol_version(&policy, verbose).map(|version| {
+                println!("{version}");
+                ExitCode::SUCCESS
+            })
+        }
         Command::BenchCompare(args) => bench::compare(args),
         Command::Simulate(args) => simulate::run(args, verbose),
     };
@@ -66,15 +69,4 @@ fn main() -> ExitCode {
         eprintln!("Error: {e:#}");
         ExitCode::from(1)
     })
-}
-
-fn protocol_version(policy: &str, verbose: bool) -> Result<ExitCode> {
-    let module = PolicyModule::open(policy)?;
-    let state = HostState {
-        verbose,
-        ..Default::default()
-    };
-    let policy = module.load(state)?;
-    println!("{}", policy.protocol_version()?);
-    Ok(ExitCode::SUCCESS)
 }
