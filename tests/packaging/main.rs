@@ -21,6 +21,7 @@
 
 mod artifacthub;
 mod cleanup;
+mod deploy_tools;
 mod examples;
 mod rbac;
 mod readme;
