@@ -1,0 +1,92 @@
+//! Which templates a pass sends a DELETE for. The guard decides whether a template is still
+//! referenced; this decides which templates are worth asking about, and keeps away from the
+//! guard what it cannot know: a template a deploy tool still declares, or one so new that the
+//! object that will reference it may not exist yet.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::declared::Declared;
+use crate::{Kind, ObjectRef, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
+
+/// A template as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.creationTimestamp`, in seconds since the epoch.
+    pub created: i64,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+impl Template {
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef {
+            group: self.kind.group.clone(),
+            kind: self.kind.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// Its age at `now`, in seconds (0 for a clock behind the API server's).
+    pub fn age(&self, now: i64) -> i64 {
+        (now - self.created).max(0)
+    }
+}
+
+/// Why a listed template gets no DELETE.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "reason")]
+pub enum Skip {
+    /// Neither the clean-up label nor a topology copy.
+    NotMarked,
+    /// Already being deleted: the garbage collector or a finalizer holder has it.
+    BeingDeleted,
+    /// Younger than `--min-age`.
+    TooYoung,
+    /// A deploy tool still declares it.
+    Declared { by: String },
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::NotMarked => write!(f, "not marked for clean-up"),
+            Skip::BeingDeleted => write!(f, "already being deleted"),
+            Skip::TooYoung => write!(f, "younger than --min-age"),
+            Skip::Declared { by } => write!(f, "still declared by {by}"),
+        }
+    }
+}
+
+/// Whether `template` is a candidate: marked (the clean-up label, or a topology copy), not being
+/// deleted, older than `min_age` seconds at `now`, and declared by no deploy tool.
+pub fn candidate(
+    template: &Template,
+    now: i64,
+    min_age: i64,
+    declared: &Declared,
+) -> Result<(), Skip> {
+    let labelled = template.labels.get(CLEANUP_LABEL).map(String::as_str) == Some(CLEANUP_VALUE);
+    let topology_copy = template.labels.contains_key(TOPOLOGY_OWNED_LABEL);
+    if !labelled && !topology_copy {
+        return Err(Skip::NotMarked);
+    }
+    if template.deleting {
+        return Err(Skip::BeingDeleted);
+    }
+    if template.age(now) < min_age {
+        return Err(Skip::TooYoung);
+    }
+    if let Some(by) = declared.by(&template.object_ref()) {
+        return Err(Skip::Declared { by: by.to_string() });
+    }
+    Ok(())
+}

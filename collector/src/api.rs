@@ -1,0 +1,229 @@
+//! Every call to the API server: the guard policy, discovery, paged lists and the DELETEs. Each
+//! call is bounded by `--request-timeout`; a failed answer is read from its HTTP status and
+//! `Status` body, never from a log.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
+};
+use kube::Client;
+use serde_json::Value;
+use template_cleanup_core::answer::Refused;
+use template_cleanup_core::guard::Served;
+use template_cleanup_core::select::Template;
+use template_cleanup_core::Kind;
+
+/// Items per list page; longer lists follow `continue`.
+const PAGE: u32 = 500;
+
+/// A call that got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The API server answered with an error status.
+    Refused(Refused),
+    /// No answer (timeout, connection) or one that cannot be read.
+    Other(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Refused(r) => write!(f, "{} {}: {}", r.code, r.reason, r.message),
+            CallError::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+impl CallError {
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            CallError::Refused(r) => Some(r.code),
+            CallError::Other(_) => None,
+        }
+    }
+}
+
+fn from_kube(e: kube::Error) -> CallError {
+    match e {
+        kube::Error::Api(status) => CallError::Refused(Refused {
+            code: status.code,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+            causes: status
+                .details
+                .as_ref()
+                .map(|d| d.causes.iter().map(|c| c.message.clone()).collect())
+                .unwrap_or_default(),
+        }),
+        other => CallError::Other(other.to_string()),
+    }
+}
+
+pub struct Cluster {
+    client: Client,
+    timeout: Duration,
+}
+
+impl Cluster {
+    pub fn new(client: Client, timeout: Duration) -> Self {
+        Self { client, timeout }
+    }
+
+    pub fn default_namespace(&self) -> &str {
+        self.client.default_namespace()
+    }
+
+    async fn call<T>(
+        &self,
+        what: &str,
+        future: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, CallError> {
+        match tokio::time::timeout(self.timeout, future).await {
+            Ok(result) => result.map_err(from_kube),
+            Err(_) => Err(CallError::Other(format!(
+                "{what}: no answer within {}s (--request-timeout)",
+                self.timeout.as_secs()
+            ))),
+        }
+    }
+
+    /// A cluster-scoped object by name; `Ok(None)` when the API server says 404.
+    pub async fn get_cluster_object(
+        &self,
+        resource: &ApiResource,
+        name: &str,
+    ) -> Result<Option<Value>, CallError> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        match self
+            .call(&format!("get {} {name}", resource.plural), api.get(name))
+            .await
+        {
+            Ok(object) => to_json(&object).map(Some),
+            Err(e) if e.code() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The resources of `groups` the API server serves, every served version (GET /apis, then
+    /// GET /apis/{group}/{version}). A group it does not serve is left out.
+    pub async fn discover(&self, groups: &[String]) -> Result<Vec<Served>, CallError> {
+        let served = self
+            .call("discovery", self.client.list_api_groups())
+            .await?;
+        let mut out = Vec::new();
+        for group in served.groups.iter().filter(|g| groups.contains(&g.name)) {
+            let preferred = group.preferred_version.as_ref().map(|v| v.version.clone());
+            for version in &group.versions {
+                let list: APIResourceList = self
+                    .call(
+                        &format!("discovery of {}", version.group_version),
+                        self.client.list_api_group_resources(&version.group_version),
+                    )
+                    .await?;
+                for r in list.resources.iter().filter(|r| !r.name.contains('/')) {
+                    out.push(Served {
+                        kind: Kind {
+                            group: group.name.clone(),
+                            version: version.version.clone(),
+                            kind: r.kind.clone(),
+                            plural: r.name.clone(),
+                        },
+                        namespaced: r.namespaced,
+                        preferred: preferred.as_deref() == Some(version.version.as_str()),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every object of `kind` with `selector` (empty: all) in `namespaces` (`None`: all
+    /// namespaces), as JSON, following `continue` across pages.
+    pub async fn list(
+        &self,
+        kind: &Kind,
+        namespaces: Option<&[String]>,
+        selector: &str,
+    ) -> Result<Vec<Value>, CallError> {
+        let resource = api_resource(kind);
+        let apis: Vec<Api<DynamicObject>> = match namespaces {
+            None => vec![Api::all_with(self.client.clone(), &resource)],
+            Some(list) => list
+                .iter()
+                .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
+                .collect(),
+        };
+        let mut out = Vec::new();
+        for api in apis {
+            let mut token: Option<String> = None;
+            loop {
+                let mut params = ListParams::default().limit(PAGE);
+                if !selector.is_empty() {
+                    params = params.labels(selector);
+                }
+                if let Some(token) = &token {
+                    params = params.continue_token(token);
+                }
+                let page = self
+                    .call(&format!("list {}", kind.resource()), api.list(&params))
+                    .await?;
+                for item in &page.items {
+                    out.push(to_json(item)?);
+                }
+                token = page.metadata.continue_.filter(|t| !t.is_empty());
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One DELETE: background propagation, preconditions on uid and resourceVersion, a
+    /// server-side dry run when asked. Never a grace period, never a finalizer change. `Ok(())` is
+    /// 2xx.
+    pub async fn delete(&self, template: &Template, dry_run: bool) -> Result<(), CallError> {
+        let resource = api_resource(&template.kind);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &template.namespace, &resource);
+        let params = DeleteParams {
+            dry_run,
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(Preconditions {
+                uid: Some(template.uid.clone()),
+                resource_version: Some(template.resource_version.clone()),
+            }),
+            ..DeleteParams::default()
+        };
+        let what = format!(
+            "delete {} {}/{}",
+            template.kind.resource(),
+            template.namespace,
+            template.name
+        );
+        self.call(&what, api.delete(&template.name, &params))
+            .await
+            .map(|_| ())
+    }
+}
+
+pub fn api_resource(kind: &Kind) -> ApiResource {
+    ApiResource {
+        group: kind.group.clone(),
+        version: kind.version.clone(),
+        api_version: kind.api_version(),
+        kind: kind.kind.clone(),
+        plural: kind.plural.clone(),
+    }
+}
+
+fn to_json(object: &DynamicObject) -> Result<Value, CallError> {
+    serde_json::to_value(object).map_err(|e| {
+        CallError::Other(format!(
+            "cannot read an object the API server returned: {e}"
+        ))
+    })
+}

@@ -1,0 +1,361 @@
+//! One pass: the pre-flight, the kinds the guard guards, what the deploy tools declare, the
+//! candidates, one DELETE each. Every read happens before the first DELETE: a pass that cannot
+//! read what it needs deletes nothing and exits 2.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kube::api::ApiResource;
+use serde_json::Value;
+use template_cleanup_core::answer::{classify, Outcome};
+use template_cleanup_core::declared::{
+    argo_application, flux_kustomization, helm_current, helm_release_secret, Declared,
+};
+use template_cleanup_core::guard::{
+    check_coverage, check_policy, collectable, rule_groups, Served,
+};
+use template_cleanup_core::select::{candidate, Skip, Template};
+use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
+
+use crate::api::{CallError, Cluster};
+use crate::cli::{Args, Output};
+use crate::report::{Line, Report, Source, CANNOT_RUN};
+
+const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
+const ARGO_GROUP: &str = "argoproj.io";
+
+/// What a pass needs from the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
+    pub dry_run: bool,
+    pub min_age: i64,
+    pub guard: String,
+    pub helm_releases: bool,
+}
+
+/// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
+/// the exit code.
+pub async fn main(args: Args) -> u8 {
+    let client = match kube::Config::infer().await {
+        Ok(mut config) => {
+            config.connect_timeout = Some(args.request_timeout);
+            kube::Client::try_from(config).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    let client = match client {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("template-cleanup: no Kubernetes configuration (kubeconfig or in-cluster): {e}. Nothing was deleted.");
+            return CANNOT_RUN;
+        }
+    };
+    let cluster = Cluster::new(client, args.request_timeout);
+    let namespaces = if args.all_namespaces {
+        None
+    } else if args.namespace.is_empty() {
+        Some(vec![cluster.default_namespace().to_string()])
+    } else {
+        Some(args.namespace.clone())
+    };
+    let options = Options {
+        namespaces,
+        dry_run: args.dry_run,
+        min_age: i64::try_from(args.min_age.as_secs()).unwrap_or(i64::MAX),
+        guard: args.guard.clone(),
+        helm_releases: args.helm_releases,
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let report = run(&cluster, &options, now).await;
+    if let Some(error) = &report.error {
+        eprintln!("template-cleanup: {error}");
+    }
+    match args.output {
+        Output::Text => print!("{}", report.text()),
+        Output::Json => println!("{}", report.json()),
+    }
+    report.exit_code()
+}
+
+/// The guard's kind (kubewarden-controller `api/policies/v1`).
+fn cluster_admission_policy() -> ApiResource {
+    ApiResource {
+        group: "policies.kubewarden.io".into(),
+        version: "v1".into(),
+        api_version: "policies.kubewarden.io/v1".into(),
+        kind: "ClusterAdmissionPolicy".into(),
+        plural: "clusteradmissionpolicies".into(),
+    }
+}
+
+/// One pass at time `now` (seconds since the epoch).
+pub async fn run(cluster: &Cluster, options: &Options, now: i64) -> Report {
+    let mut report = Report {
+        dry_run: options.dry_run,
+        guard: options.guard.clone(),
+        ..Report::default()
+    };
+    let candidates = match prepare(cluster, options, now, &mut report).await {
+        Ok(candidates) => candidates,
+        Err(error) => {
+            report.error = Some(error);
+            return report;
+        }
+    };
+    for (template, line) in candidates {
+        let answer = match cluster.delete(&template, options.dry_run).await {
+            Ok(()) => None,
+            Err(CallError::Refused(refused)) => Some(refused),
+            Err(CallError::Other(text)) => {
+                report.outcome(line, Outcome::Failed(format!("failed: {text}")));
+                continue;
+            }
+        };
+        report.outcome(line, classify(&options.guard, answer.as_ref()));
+    }
+    report
+}
+
+/// Everything before the first DELETE: the candidates, in a stable order.
+async fn prepare(
+    cluster: &Cluster,
+    o: &Options,
+    now: i64,
+    report: &mut Report,
+) -> Result<Vec<(Template, Line)>, String> {
+    let policy = cluster
+        .get_cluster_object(&cluster_admission_policy(), &o.guard)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot read the ClusterAdmissionPolicy {}: {e}. Nothing was deleted.",
+                o.guard
+            )
+        })?;
+    let guard = check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
+    for warning in &guard.warnings {
+        eprintln!("template-cleanup: warning: {warning}");
+    }
+    let mut groups = rule_groups(&guard);
+    groups.extend([FLUX_GROUP.to_string(), ARGO_GROUP.to_string()]);
+    let served = cluster.discover(&groups).await.map_err(|e| {
+        format!("cannot discover the API groups of the guard's rules: {e}. Nothing was deleted.")
+    })?;
+    let kinds = collectable(&guard, &served);
+    check_coverage(&guard, &kinds).map_err(|r| r.to_string())?;
+    let declared = read_sources(cluster, o, &served, report).await?;
+    let mut templates = BTreeMap::new();
+    for kind in &kinds {
+        for selector in [
+            format!("{CLEANUP_LABEL}={CLEANUP_VALUE}"),
+            TOPOLOGY_OWNED_LABEL.to_string(),
+        ] {
+            let items = cluster
+                .list(kind, o.namespaces.as_deref(), &selector)
+                .await
+                .map_err(|e| {
+                    format!("cannot list {}: {e}. Nothing was deleted.", kind.resource())
+                })?;
+            for item in items {
+                let template = template(kind, &item, now)?;
+                templates.insert(
+                    (
+                        kind.resource(),
+                        template.namespace.clone(),
+                        template.name.clone(),
+                    ),
+                    template,
+                );
+            }
+        }
+    }
+    let mut candidates = Vec::new();
+    for template in templates.into_values() {
+        let line = Line {
+            resource: template.kind.resource(),
+            api_version: template.kind.api_version(),
+            namespace: template.namespace.clone(),
+            name: template.name.clone(),
+            age_seconds: template.age(now),
+            verdict: "",
+            detail: None,
+        };
+        match candidate(&template, now, o.min_age, &declared) {
+            Ok(()) => candidates.push((template, line)),
+            Err(Skip::NotMarked) => {}
+            Err(skip) => report.outcome(line, Outcome::Kept(format!("kept: {skip}"))),
+        }
+    }
+    Ok(candidates)
+}
+
+fn preferred<'a>(served: &'a [Served], group: &str, kind: &str) -> Option<&'a Kind> {
+    let mut matching: Vec<&Served> = served
+        .iter()
+        .filter(|s| s.kind.group == group && s.kind.kind == kind)
+        .collect();
+    matching.sort_by_key(|s| !s.preferred);
+    matching.first().map(|s| &s.kind)
+}
+
+/// Reads each deploy tool's desired state where it is installed.
+async fn read_sources(
+    cluster: &Cluster,
+    o: &Options,
+    served: &[Served],
+    report: &mut Report,
+) -> Result<Declared, String> {
+    let mut declared = Declared::default();
+    type Reader = fn(&Value) -> Result<Vec<template_cleanup_core::ObjectRef>, String>;
+    let tools: [(&str, &str, &str, Reader); 2] = [
+        (
+            "Flux Kustomizations",
+            FLUX_GROUP,
+            "Kustomization",
+            flux_kustomization,
+        ),
+        (
+            "Argo CD Applications",
+            ARGO_GROUP,
+            "Application",
+            argo_application,
+        ),
+    ];
+    for (name, group, kind_name, reader) in tools {
+        let Some(kind) = preferred(served, group, kind_name) else {
+            report.sources.push(Source {
+                name: name.into(),
+                read: "not installed".into(),
+            });
+            continue;
+        };
+        let items = cluster.list(kind, None, "").await.map_err(|e| {
+            format!(
+                "cannot read {name} (installed, {}): {e}. Nothing was deleted.",
+                kind.api_version()
+            )
+        })?;
+        let before = declared.len();
+        for item in &items {
+            let object = format!(
+                "{}/{}",
+                item.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                item.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            );
+            for reference in reader(item).map_err(|e| format!("{e} Nothing was deleted."))? {
+                declared.insert(reference, &format!("{kind_name} {object}"));
+            }
+        }
+        report.sources.push(Source {
+            name: name.into(),
+            read: format!(
+                "{} read, {} objects declared",
+                items.len(),
+                declared.len() - before
+            ),
+        });
+    }
+    if !o.helm_releases {
+        report.sources.push(Source {
+            name: "Helm releases".into(),
+            read: "not read (--helm-releases not given)".into(),
+        });
+        return Ok(declared);
+    }
+    let secrets = Kind {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Secret".into(),
+        plural: "secrets".into(),
+    };
+    let items = cluster
+        .list(&secrets, o.namespaces.as_deref(), "owner=helm")
+        .await
+        .map_err(|e| format!("cannot read Helm's release Secrets: {e}. Nothing was deleted."))?;
+    let revisions = items
+        .iter()
+        .map(helm_release_secret)
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| format!("{e} Nothing was deleted."))?;
+    let revisions: Vec<_> = revisions.into_iter().flatten().collect();
+    let current = helm_current(&revisions);
+    let before = declared.len();
+    let releases: BTreeSet<(&str, &str)> = current
+        .iter()
+        .map(|r| (r.namespace.as_str(), r.name.as_str()))
+        .collect();
+    for r in &current {
+        for reference in &r.objects {
+            declared.insert(
+                reference.clone(),
+                &format!(
+                    "Helm release {}/{} (revision {}, {})",
+                    r.namespace, r.name, r.version, r.status
+                ),
+            );
+        }
+    }
+    report.sources.push(Source {
+        name: "Helm releases".into(),
+        read: format!(
+            "{} releases read, {} objects declared",
+            releases.len(),
+            declared.len() - before
+        ),
+    });
+    Ok(declared)
+}
+
+/// A listed object as a [`Template`]; an object without a creation time counts as created now.
+fn template(kind: &Kind, item: &Value, now: i64) -> Result<Template, String> {
+    let field = |p: &str| {
+        item.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
+    if name.is_empty()
+        || field("/metadata/uid").is_empty()
+        || field("/metadata/resourceVersion").is_empty()
+    {
+        return Err(format!(
+            "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}). Nothing was deleted.",
+            kind.resource()
+        ));
+    }
+    let created = item
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+        .map_or(now, |t| t.as_second());
+    let labels = item
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Template {
+        kind: kind.clone(),
+        namespace,
+        name,
+        uid: field("/metadata/uid"),
+        resource_version: field("/metadata/resourceVersion"),
+        labels,
+        created,
+        deleting: item
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null()),
+    })
+}
