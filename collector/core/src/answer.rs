@@ -74,6 +74,7 @@ pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
             "kept: changed since it was listed, the next pass looks again ({})",
             r.message
         )),
+        code if r.reason.is_empty() => Outcome::Failed(format!("failed: {code}: {}", r.message)),
         code => Outcome::Failed(format!("failed: {code} {}: {}", r.reason, r.message)),
     }
 }
