@@ -6,6 +6,9 @@ mod cli;
 mod pass;
 mod report;
 
+#[cfg(test)]
+mod tests;
+
 use std::process::ExitCode;
 
 use clap::Parser;

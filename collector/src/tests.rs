@@ -1,0 +1,361 @@
+//! A pass against a mocked API server (kube-rs's tower-test pattern): every answer a DELETE can
+//! get, a paged list, the pre-flight and the reads that stop a pass before any DELETE.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Request, Response};
+use kube::client::Body;
+use kube::Client;
+use rstest::rstest;
+use serde_json::{json, Value};
+
+use crate::api::Cluster;
+use crate::pass::{run, Options};
+use crate::report::{Report, CANNOT_RUN, FAILED, OK};
+
+const INFRA: &str = "infrastructure.cluster.x-k8s.io";
+const GUARD_PATH: &str =
+    "/apis/policies.kubewarden.io/v1/clusteradmissionpolicies/capi-template-guard";
+const M3MT_PATH: &str =
+    "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/edge/metal3machinetemplates";
+const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: ";
+/// 2026-01-02T00:00:00Z
+const NOW: i64 = 1_767_312_000;
+
+/// One request the mock answered (or held).
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    uri: String,
+    body: String,
+}
+
+/// An answer: a status and a JSON body, or none at all (the request hangs).
+type Answer = Option<(u16, Value)>;
+
+fn status(code: u16, reason: &str, message: &str) -> Answer {
+    Some((
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": code, "reason": reason, "message": message}),
+    ))
+}
+
+/// The guard as examples/cluster-admission-policy-guard.yaml installs it, active.
+fn policy() -> Value {
+    json!({
+        "apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
+        "metadata": {"name": "capi-template-guard"},
+        "spec": {"mode": "protect", "failurePolicy": "Fail", "settings": {},
+            "rules": [{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates"], "operations": ["DELETE"]}]},
+        "status": {"mode": "protect", "policyStatus": "active"},
+    })
+}
+
+fn template(name: &str, created: &str) -> Value {
+    json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate",
+        "metadata": {"name": name, "namespace": "edge", "uid": format!("uid-{name}"), "resourceVersion": "7",
+            "creationTimestamp": created, "labels": {"capi-template-guard.kubewarden.io/cleanup": "true"}},
+        "spec": {"template": {"spec": {}}},
+    })
+}
+
+/// A cluster with the guard, Metal3MachineTemplates in `edge` (listed two per page), optionally
+/// Flux, and an answer per DELETE by name.
+struct Fake {
+    policy: Answer,
+    templates: Vec<Value>,
+    flux: Option<Answer>,
+    deletes: BTreeMap<&'static str, Answer>,
+}
+
+impl Fake {
+    fn answer(&self, method: &str, path: &str, query: &str) -> Answer {
+        match (method, path) {
+            ("GET", GUARD_PATH) => self.policy.clone(),
+            ("GET", "/apis") => {
+                let mut groups = vec![
+                    json!({"name": INFRA, "versions": [{"groupVersion": format!("{INFRA}/v1beta1"), "version": "v1beta1"}], "preferredVersion": {"groupVersion": format!("{INFRA}/v1beta1"), "version": "v1beta1"}}),
+                ];
+                if self.flux.is_some() {
+                    groups.push(json!({"name": "kustomize.toolkit.fluxcd.io", "versions": [{"groupVersion": "kustomize.toolkit.fluxcd.io/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "kustomize.toolkit.fluxcd.io/v1", "version": "v1"}}));
+                }
+                Some((
+                    200,
+                    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+                ))
+            }
+            ("GET", "/apis/infrastructure.cluster.x-k8s.io/v1beta1") => Some((
+                200,
+                json!({"kind": "APIResourceList", "groupVersion": format!("{INFRA}/v1beta1"), "resources": [
+                    {"name": "metal3machinetemplates", "singularName": "metal3machinetemplate", "namespaced": true, "kind": "Metal3MachineTemplate", "verbs": ["delete", "get", "list"]},
+                    {"name": "metal3machinetemplates/status", "singularName": "", "namespaced": true, "kind": "Metal3MachineTemplate", "verbs": ["get"]},
+                ]}),
+            )),
+            ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1") => Some((
+                200,
+                json!({"kind": "APIResourceList", "groupVersion": "kustomize.toolkit.fluxcd.io/v1", "resources": [
+                    {"name": "kustomizations", "singularName": "kustomization", "namespaced": true, "kind": "Kustomization", "verbs": ["get", "list"]},
+                ]}),
+            )),
+            ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations") => {
+                self.flux.clone().flatten()
+            }
+            ("GET", M3MT_PATH) if query.contains("topology.cluster.x-k8s.io") => Some((
+                200,
+                json!({"kind": "Metal3MachineTemplateList", "apiVersion": format!("{INFRA}/v1beta1"), "metadata": {}, "items": []}),
+            )),
+            ("GET", M3MT_PATH) => {
+                // two per page, continue = index of the next item
+                let start: usize = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("continue="))
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0);
+                let end = (start + 2).min(self.templates.len());
+                let more = if end < self.templates.len() {
+                    json!({"continue": end.to_string()})
+                } else {
+                    json!({})
+                };
+                Some((
+                    200,
+                    json!({"kind": "Metal3MachineTemplateList", "apiVersion": format!("{INFRA}/v1beta1"), "metadata": more, "items": self.templates[start..end]}),
+                ))
+            }
+            ("DELETE", p) => {
+                let name = p.rsplit('/').next().unwrap_or("");
+                self.deletes
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| status(500, "", &format!("unexpected DELETE of {name}")))
+            }
+            _ => status(
+                404,
+                "NotFound",
+                &format!("the mock serves no {method} {path}"),
+            ),
+        }
+    }
+}
+
+/// Runs one pass against `fake`; returns the report and every request seen.
+async fn pass(fake: Fake, dry_run: bool) -> (Report, Vec<Seen>) {
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Some((request, send)) = handle.next_request().await {
+            let (parts, body) = request.into_parts();
+            let body = body
+                .collect_bytes()
+                .await
+                .map(|b| String::from_utf8_lossy(&b).to_string())
+                .unwrap_or_default();
+            let (path, query) = (
+                parts.uri.path().to_string(),
+                parts.uri.query().unwrap_or("").to_string(),
+            );
+            let query = query.replace("%2F", "/").replace("%3D", "=");
+            log.lock().unwrap().push(Seen {
+                method: parts.method.to_string(),
+                uri: format!("{path}?{query}"),
+                body,
+            });
+            match fake.answer(parts.method.as_str(), &path, &query) {
+                Some((code, json)) => send.send_response(
+                    Response::builder()
+                        .status(code)
+                        .body(Body::from(serde_json::to_vec(&json).unwrap()))
+                        .unwrap(),
+                ),
+                None => held.push(send),
+            }
+        }
+    });
+    let cluster = Cluster::new(Client::new(service, "edge"), Duration::from_secs(30));
+    let options = Options {
+        namespaces: Some(vec!["edge".into()]),
+        dry_run,
+        min_age: 600,
+        guard: "capi-template-guard".into(),
+        helm_releases: false,
+    };
+    let report = run(&cluster, &options, NOW).await;
+    let seen = seen.lock().unwrap().clone();
+    (report, seen)
+}
+
+fn verdicts(report: &Report) -> Vec<(String, String, String)> {
+    report
+        .templates
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.verdict.to_string(),
+                t.detail.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn every_answer() -> Fake {
+    let old = "2026-01-01T00:00:00Z";
+    Fake {
+        policy: Some((200, policy())),
+        templates: ["broken", "forbidden", "free", "gone", "in-use", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
+        flux: None,
+        deletes: BTreeMap::from([
+            ("free", Some((200, template("free", old)))),
+            ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
+            ("gone", status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found")),
+            ("forbidden", status(403, "Forbidden", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"forbidden\" is forbidden: User \"system:serviceaccount:capi:cleanup\" cannot delete resource")),
+            ("broken", status(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard.kubewarden.admission\": context deadline exceeded")),
+            ("recreated", status(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"recreated\": Precondition failed: UID in precondition: uid-recreated, UID in object meta: other")),
+            ("slow", None),
+        ]),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_answer_to_a_delete_and_the_exit_code() {
+    let (report, seen) = pass(every_answer(), false).await;
+    let v = verdicts(&report);
+    let expect = |name: &str, verdict: &str, detail: &str| {
+        let line = v
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .unwrap_or_else(|| panic!("no line for {name}: {v:?}"));
+        assert_eq!(line.1, verdict, "{name}: {line:?}");
+        assert!(line.2.starts_with(detail), "{name}: {line:?}");
+    };
+    expect("free", "deleted", "");
+    expect(
+        "in-use",
+        "kept",
+        "in-use is referenced by MachineSet edge/md-7f9c",
+    );
+    expect("gone", "already gone", "");
+    expect("forbidden", "failed", "403 Forbidden: ");
+    expect(
+        "broken",
+        "failed",
+        "500 InternalError: Internal error occurred: failed calling webhook",
+    );
+    expect("recreated", "kept", "changed since it was listed");
+    expect("slow", "failed", "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s");
+    expect("young", "kept", "younger than --min-age");
+    assert_eq!(report.closing_line(), "deleted 1, kept 3, failed 3");
+    assert_eq!(report.exit_code(), FAILED);
+    // the list followed continue over four pages
+    let lists: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.uri.starts_with(M3MT_PATH) && s.uri.contains("cleanup"))
+        .collect();
+    assert_eq!(lists.len(), 4, "{lists:?}");
+    assert!(
+        lists[1].uri.contains("continue=2") && lists[3].uri.contains("continue=6"),
+        "{lists:?}"
+    );
+    // one DELETE per candidate, none for the young template, each with background propagation
+    // and preconditions on uid and resourceVersion, never a grace period
+    let deletes: Vec<&Seen> = seen.iter().filter(|s| s.method == "DELETE").collect();
+    assert_eq!(deletes.len(), 7, "{deletes:?}");
+    for d in &deletes {
+        let body: Value = serde_json::from_str(&d.body).unwrap();
+        let name = d.uri.split('?').next().unwrap().rsplit('/').next().unwrap();
+        assert_eq!(body["propagationPolicy"], "Background", "{d:?}");
+        assert_eq!(
+            body["preconditions"],
+            json!({"uid": format!("uid-{name}"), "resourceVersion": "7"}),
+            "{d:?}"
+        );
+        assert!(
+            body.get("gracePeriodSeconds").is_none() && body.get("dryRun").is_none(),
+            "{d:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dry_run_sends_dry_run_deletes_and_says_would_delete() {
+    let mut fake = every_answer();
+    fake.templates
+        .retain(|t| ["free", "in-use"].contains(&t["metadata"]["name"].as_str().unwrap()));
+    let (report, seen) = pass(fake, true).await;
+    assert_eq!(verdicts(&report)[0].1, "would delete");
+    assert_eq!(
+        report.text().lines().last(),
+        Some("deleted 1, kept 1, failed 0 (dry run)")
+    );
+    assert_eq!(report.exit_code(), OK);
+    for d in seen.iter().filter(|s| s.method == "DELETE") {
+        let body: Value = serde_json::from_str(&d.body).unwrap();
+        assert_eq!(body["dryRun"], json!(["All"]), "{d:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_template_flux_still_declares_is_never_asked_about() {
+    let mut fake = every_answer();
+    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    fake.flux = Some(Some((
+        200,
+        json!({"kind": "KustomizationList", "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "metadata": {}, "items": [
+            {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "sites", "namespace": "flux-system"},
+             "status": {"inventory": {"entries": [{"id": "edge_free_infrastructure.cluster.x-k8s.io_Metal3MachineTemplate", "v": "v1beta1"}]}}},
+        ]}),
+    )));
+    let (report, seen) = pass(fake, false).await;
+    assert_eq!(
+        verdicts(&report),
+        [(
+            "free".into(),
+            "kept".into(),
+            "still declared by Kustomization flux-system/sites".into()
+        )]
+    );
+    assert_eq!(report.sources[0].read, "1 read, 1 objects declared");
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+}
+
+#[rstest]
+#[case::guard_missing(
+    status(
+        404,
+        "NotFound",
+        "clusteradmissionpolicies.policies.kubewarden.io \"capi-template-guard\" not found"
+    ),
+    None,
+    "pre-flight check `guard exists` failed"
+)]
+#[case::monitor(Some((200, { let mut p = policy(); p["spec"]["mode"] = json!("monitor"); p })), None, "pre-flight check `spec.mode is protect` failed")]
+#[case::failure_policy_ignore(Some((200, { let mut p = policy(); p["spec"]["failurePolicy"] = json!("Ignore"); p })), None, "pre-flight check `failurePolicy is Fail` failed")]
+#[case::policy_unreadable(
+    status(403, "Forbidden", "cannot get"),
+    None,
+    "cannot read the ClusterAdmissionPolicy capi-template-guard: 403 Forbidden: cannot get"
+)]
+#[case::flux_unreadable(Some((200, policy())), Some(status(403, "Forbidden", "cannot list kustomizations")), "cannot read Flux Kustomizations (installed, kustomize.toolkit.fluxcd.io/v1): 403 Forbidden")]
+#[tokio::test]
+async fn a_pass_that_cannot_be_safe_deletes_nothing_and_exits_2(
+    #[case] policy: Answer,
+    #[case] flux: Option<Answer>,
+    #[case] error: &str,
+) {
+    let fake = Fake {
+        policy,
+        flux,
+        ..every_answer()
+    };
+    let (report, seen) = pass(fake, false).await;
+    let text = report.error.clone().unwrap_or_default();
+    assert!(text.starts_with(error), "{text}");
+    assert!(text.ends_with("Nothing was deleted."), "{text}");
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
+}
