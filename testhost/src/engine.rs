@@ -111,6 +111,20 @@ impl PolicyModule {
     pub fn load(&self, state: HostState) -> Result<Policy> {
         Policy::load(&self.wasm, &self.origin, true, state)
     }
+
+    /// Loads the module with `state` and checks that it accepts its default settings (`{}`),
+    /// which is how `bench` and `simulate` evaluate it.
+    pub fn load_with_defaults(&self, state: HostState) -> Result<Policy> {
+        let policy = self.load(state)?;
+        let validation = policy.validate_settings(&json!({}));
+        if !validation.valid {
+            bail!(
+                "the policy refuses its default settings {{}}: {}",
+                validation.message.unwrap_or_default()
+            );
+        }
+        Ok(policy)
+    }
 }
 
 /// A loaded policy and the host state answering its calls.

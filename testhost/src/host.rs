@@ -18,8 +18,8 @@ pub struct ContextAwareResource {
     pub kind: String,
 }
 
-/// Answers Kubernetes calls live instead of from a session: the API servers of `simulate` and
-/// `bench-compare`. The `Err` text is the host's own, before the policy evaluator's prefix.
+/// Answers Kubernetes calls live instead of from a session: the simulated API server of
+/// `simulate` and `bench`. The `Err` text is the host's own, before the policy evaluator's prefix.
 pub trait Responder: Send {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String>;
 }

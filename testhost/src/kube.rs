@@ -1,4 +1,4 @@
-//! What the simulated API servers of `simulate` and `bench-compare` share with the real host:
+//! What the simulated API server of `simulate` and `bench` shares with the real host:
 //! field masks as the policy server's reflectors apply them (metadata whole, `managedFields`
 //! stripped, the rest pruned to the masked paths), list answers, the CRD list the policy reads
 //! its installed kinds from, and the error texts kwctl 1.36's host gives for a kind, a

@@ -1,6 +1,6 @@
 //! `testhost`: runs this project's compiled policy the way `kwctl run` does, answering its
-//! Kubernetes calls from a kwctl session file, for machines without kwctl; benchmarks it against
-//! a native baseline; simulates the controllers around it. The command line only; the engine is
+//! Kubernetes calls from a kwctl session file, for machines without kwctl; benchmarks it on the
+//! simulation's API server; simulates the controllers around it. The command line only; the engine is
 //! [`engine`].
 
 mod admission;
@@ -41,8 +41,8 @@ enum Command {
         /// Policy module: a path to a .wasm file
         policy: String,
     },
-    /// Compare the policy with a baseline on namespaces from bench/make_namespace.py; prints a table
-    BenchCompare(bench::CompareArgs),
+    /// Time the policy on namespaces of the simulation's objects and API server; prints a table
+    Bench(bench::BenchArgs),
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
     Simulate(simulate::SimulateArgs),
 }
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::BenchCompare(args) => bench::compare(args),
+        Command::Bench(args) => bench::bench(args),
         Command::Simulate(args) => simulate::run(args, verbose),
     };
     result.unwrap_or_else(|e| {

@@ -6,11 +6,10 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-#[cfg(test)]
-use super::objects::MsSpec;
-use super::objects::{installed, Kind, Obj, Ref, Release, Spec, Store, NAMESPACE};
+use super::objects::{installed, Installed, Kind, Obj, Store, NAMESPACE};
+use super::render::render;
 use crate::host::{lock, Responder};
 use crate::kube::{self, Crd};
 use crate::session::KubeRequest;
@@ -19,17 +18,20 @@ use crate::session::KubeRequest;
 /// `clusterctl move`.
 #[derive(Debug, Clone, Default)]
 pub struct Api {
-    pub release: Release,
+    pub installed: Installed,
     pub stores: [Store; 2],
     /// Which store answers the policy's lookups (0: source, 1: move target).
     pub active: usize,
     pub host_calls: u64,
+    pub host_bytes: u64,
+    /// Answer whole objects, as hosts before kwctl 1.33 did (the bench's column "masks ignored").
+    pub ignore_masks: bool,
 }
 
 impl Api {
-    pub fn new(release: Release) -> Self {
+    pub fn new(installed: Installed) -> Self {
         Api {
-            release,
+            installed,
             ..Api::default()
         }
     }
@@ -42,7 +44,7 @@ impl Api {
     ) -> Result<(Option<Kind>, &'v str), String> {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let mut served = installed()
-            .filter(|&(g, _, p, _)| g == group && self.release.provider_serves(p, version))
+            .filter(|&(g, _, p, _)| g == group && self.installed.provider_serves(p, version))
             .peekable();
         if served.peek().is_none() {
             return Err(kube::no_such_group_version(api_version, kind));
@@ -54,7 +56,7 @@ impl Api {
     }
 
     fn render(&self, obj: &Obj, version: &str, masks: Option<&BTreeSet<String>>) -> Value {
-        kube::apply_masks(&render(obj, version, &self.release), masks)
+        kube::apply_masks(&render(obj, version, &self.installed), masks)
     }
 
     fn list(
@@ -104,7 +106,7 @@ impl Api {
             .filter_map(|(group, kind, provider, _)| {
                 let versions: Vec<(String, bool)> = ["v1beta1", "v1beta2"]
                     .into_iter()
-                    .filter(|v| self.release.provider_serves(provider, v))
+                    .filter(|v| self.installed.provider_serves(provider, v))
                     .map(|v| (v.to_string(), true))
                     .collect();
                 (!versions.is_empty()).then(|| Crd {
@@ -142,16 +144,20 @@ impl Responder for SimHost {
         api.host_calls += 1;
         let resource = request.resource();
         let crds = resource == (kube::CRD_API_VERSION, kube::CRD_KIND);
+        let ignore = api.ignore_masks;
+        fn masks(m: &Option<BTreeSet<String>>, ignore: bool) -> Option<&BTreeSet<String>> {
+            m.as_ref().filter(|_| !ignore)
+        }
         let answer = match request {
             KubeRequest::KubernetesListResourceNamespace(r) => api.list(
                 resource,
                 &r.namespace,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
-                r.field_masks.as_ref(),
+                masks(&r.field_masks, ignore),
             ),
             KubeRequest::KubernetesListResourceAll(r) if crds => {
-                Ok(kube::crd_list(&api.crds(), r.field_masks.as_ref()))
+                Ok(kube::crd_list(&api.crds(), masks(&r.field_masks, ignore)))
             }
             // one namespace holds every object
             KubeRequest::KubernetesListResourceAll(r) => api.list(
@@ -159,220 +165,31 @@ impl Responder for SimHost {
                 NAMESPACE,
                 r.label_selector.as_deref(),
                 r.field_selector.as_deref(),
-                r.field_masks.as_ref(),
+                masks(&r.field_masks, ignore),
             ),
             KubeRequest::KubernetesGetResource(r) => api.get(
                 resource,
                 &r.name,
                 r.namespace.as_deref(),
-                r.field_masks.as_ref(),
+                masks(&r.field_masks, ignore),
             ),
         }?;
-        serde_json::to_vec(&answer).map_err(|e| e.to_string())
+        let bytes = serde_json::to_vec(&answer).map_err(|e| e.to_string())?;
+        api.host_bytes += bytes.len() as u64;
+        Ok(bytes)
     }
-}
-
-/// RFC 3339 time of a simulated second (the simulation starts 2026-11-01T00:00:00Z).
-fn timestamp(secs: u64) -> String {
-    let (day, rest) = (1 + secs / 86_400, secs % 86_400);
-    format!(
-        "2026-11-{:02}T{:02}:{:02}:{:02}Z",
-        day.min(30),
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
-/// A ClusterClass reference: apiVersion (the version the provider serves its templates at),
-/// kind and name.
-fn class_ref(r: &Ref, release: &Release) -> Value {
-    json!({"apiVersion": release.api_version(r.kind), "kind": r.kind.name(), "name": r.name})
-}
-
-/// A v1beta1 ObjectReference (a class reference with the namespace), or a v1beta2
-/// ContractVersionedObjectReference.
-fn reference(r: &Ref, version: &str, release: &Release) -> Value {
-    if version != "v1beta1" {
-        return json!({"apiGroup": r.kind.group(), "kind": r.kind.name(), "name": r.name});
-    }
-    let mut v = class_ref(r, release);
-    v["namespace"] = json!(NAMESPACE);
-    v
-}
-
-/// `value` without the members that are null, empty maps or empty lists: fields unset or empty,
-/// which the API server leaves out.
-fn omit_empty(mut value: Value) -> Value {
-    if let Some(map) = value.as_object_mut() {
-        map.retain(|_, v| match v {
-            Value::Null => false,
-            Value::Array(items) => !items.is_empty(),
-            Value::Object(members) => !members.is_empty(),
-            _ => true,
-        });
-    }
-    value
-}
-
-/// The object as the API server returns it at `version`.
-pub fn render(obj: &Obj, version: &str, release: &Release) -> Value {
-    let cluster_owner = obj.owner_cluster.iter().map(|cluster| {
-        json!({
-            "apiVersion": release.api_version(Kind::Cluster),
-            "kind": "Cluster",
-            "name": cluster,
-            "uid": format!("c1a55e00-0000-4000-8000-{:>012}", cluster.len()),
-        })
-    });
-    let controller = obj.controller.iter().map(|(kind, name)| {
-        json!({
-            "apiVersion": release.api_version(*kind),
-            "kind": kind.name(),
-            "name": name,
-            "uid": "0c0c0c0c-0000-4000-8000-000000000000",
-            "controller": true,
-            "blockOwnerDeletion": true,
-        })
-    });
-    let meta = omit_empty(json!({
-        "name": obj.name,
-        "namespace": NAMESPACE,
-        "uid": format!("00000000-0000-4000-8000-{:012x}", obj.uid),
-        "resourceVersion": obj.uid.to_string(),
-        "generation": 1,
-        "creationTimestamp": timestamp(obj.created),
-        "managedFields": [{"manager": "simulation", "operation": "Update", "apiVersion": format!("{}/{version}", obj.kind.group())}],
-        "labels": obj.labels,
-        "annotations": obj.annotations,
-        "finalizers": obj.finalizers,
-        "deletionTimestamp": obj.deleting.map(timestamp),
-        "deletionGracePeriodSeconds": obj.deleting.map(|_| 0),
-        "ownerReferences": cluster_owner.chain(controller).collect::<Vec<_>>(),
-    }));
-
-    let v1 = version == "v1beta1";
-    let image = "https://images.edge.internal/ubuntu-2404-kube-v1.33.4.qcow2";
-    let host_selector = json!({"matchLabels": {"edge.example.org/role": "storage-worker"}});
-    // the spec a MachineDeployment and a MachineSet share: replicas and the Machine template
-    let machine_set_spec = |infra: &Ref, bootstrap: &Ref, replicas: u32| {
-        json!({
-            "clusterName": obj.owner_cluster,
-            "replicas": replicas,
-            "template": {"spec": {
-                "clusterName": obj.owner_cluster,
-                "version": "v1.33.4",
-                "bootstrap": {"configRef": reference(bootstrap, version, release)},
-                "infrastructureRef": reference(infra, version, release),
-            }},
-        })
-    };
-    let (spec, status) = match &obj.spec {
-        Spec::Cluster { paused } => (
-            json!({"paused": paused, "controlPlaneEndpoint": {"host": "192.0.2.10", "port": 6443}}),
-            json!({"phase": if obj.deleting.is_some() { "Deleting" } else { "Provisioned" }}),
-        ),
-        Spec::Template {
-            node_reuse,
-            cleaning,
-        } => {
-            let m3 = obj.kind == Kind::Metal3MachineTemplate;
-            let inner = if m3 {
-                json!({
-                    "image": {"url": image, "checksum": format!("{image}.sha256sum"), "checksumType": "sha256"},
-                    "hostSelector": host_selector,
-                    "automatedCleaningMode": cleaning,
-                })
-            } else {
-                json!({
-                    "joinConfiguration": {"nodeRegistration": {"name": "{{ ds.meta_data.name }}"}},
-                    "automatedCleaningMode": cleaning,
-                })
-            };
-            let spec = json!({"template": {"spec": omit_empty(inner)}, "nodeReuse": m3.then_some(node_reuse)});
-            (omit_empty(spec), Value::Null)
-        }
-        Spec::MachineDeployment(md) => {
-            let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": md.max_surge, "maxUnavailable": md.max_unavailable}});
-            let mut spec = machine_set_spec(&md.infra, &md.bootstrap, md.replicas);
-            if v1 {
-                spec["strategy"] = strategy;
-            } else {
-                spec["rollout"] = json!({ "strategy": strategy });
-            }
-            (spec, json!({"replicas": md.replicas}))
-        }
-        Spec::MachineSet(ms) => (
-            machine_set_spec(&ms.infra, &ms.bootstrap, ms.replicas),
-            omit_empty(json!({ "replicas": ms.status_replicas })),
-        ),
-        Spec::ControlPlane(cp) => {
-            let r = reference(&cp.infra, version, release);
-            let mut spec = json!({
-                "replicas": cp.replicas,
-                "version": "v1.33.4",
-                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": cp.max_surge}},
-            });
-            if !v1 {
-                spec["machineTemplate"] = json!({"spec": {"infrastructureRef": r}});
-            } else if cp.legacy_ref && obj.kind == Kind::Rke2ControlPlane {
-                spec["infrastructureRef"] = r;
-            } else {
-                spec["machineTemplate"] = json!({ "infrastructureRef": r });
-            }
-            (spec, json!({"replicas": cp.replicas}))
-        }
-        Spec::ClusterClass { cp_infra, workers } => {
-            let key = if v1 { "ref" } else { "templateRef" };
-            let workers: Vec<Value> = workers
-                .iter()
-                .map(|w| {
-                    let mut worker = json!({
-                        "bootstrap": {key: class_ref(&w.bootstrap, release)},
-                        "infrastructure": {key: class_ref(&w.infra, release)},
-                    });
-                    if v1 {
-                        worker = json!({ "template": worker });
-                    }
-                    worker["class"] = json!(w.class);
-                    worker
-                })
-                .collect();
-            let spec = json!({
-                "controlPlane": {"machineInfrastructure": {key: class_ref(cp_infra, release)}},
-                "workers": {"machineDeployments": workers},
-            });
-            (spec, Value::Null)
-        }
-        Spec::Metal3Machine { cleaning, .. } => (
-            omit_empty(json!({
-                "image": {"url": image},
-                "hostSelector": host_selector,
-                "automatedCleaningMode": cleaning,
-            })),
-            Value::Null,
-        ),
-    };
-    let mut out = json!({
-        "apiVersion": format!("{}/{version}", obj.kind.group()),
-        "kind": obj.kind.name(),
-        "metadata": meta,
-        "spec": spec,
-    });
-    if !status.is_null() {
-        out["status"] = status;
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::objects::{MsSpec, Ref, Spec};
     use super::*;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+    use serde_json::json;
 
     /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, and one MachineSet.
     fn api() -> Api {
-        let mut api = Api::new(Release {
+        let mut api = Api::new(Installed {
             capi_v1beta2: true,
             metal3_v1beta2: false,
             rke2: None,

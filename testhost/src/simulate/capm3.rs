@@ -4,53 +4,65 @@
 //! plane's current infrastructureRef (same file @v1.13.0, PR 3168). A template not found means no
 //! reuse; no decision at all while the Cluster is being deleted.
 
-use super::objects::{Kind, Obj, Ref, Spec};
-use super::sim::*;
+use anyhow::Result;
 
-impl Sim<'_> {
-    /// CAPM3 deleting a Metal3Machine: decides node reuse, then releases the host.
-    pub(super) fn capm3(&mut self) -> bool {
-        let (paused, cluster_deleting) = self.cluster_state();
-        if paused {
-            return false;
-        }
-        let deleting: Vec<Obj> = self.read(|s| {
-            let machines = s.of_kind(Kind::Metal3Machine);
-            machines.filter(|m| m.deleting.is_some()).cloned().collect()
+use super::objects::*;
+use super::world::{Actor, World};
+
+#[derive(Debug, Default)]
+pub struct Capm3;
+
+impl Actor for Capm3 {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let (lo, hi) = if delete_one(w) { (20, 120) } else { (10, 40) };
+        Ok(Some(w.rng.range(lo, hi)))
+    }
+}
+
+/// CAPM3 deleting a Metal3Machine: decides node reuse, then releases the host; false when no
+/// machine is being deleted.
+fn delete_one(w: &mut World) -> bool {
+    let (paused, cluster_deleting) = w.cluster_state();
+    if paused {
+        return false;
+    }
+    let deleting: Vec<Obj> = w.read(|s| {
+        let machines = s.of_kind(Kind::Metal3Machine);
+        machines.filter(|m| m.deleting.is_some()).cloned().collect()
+    });
+    let Some(m) = w.rng.pick(&deleting) else {
+        return false;
+    };
+    let Spec::Metal3Machine { intent, .. } = m.spec else {
+        return false;
+    };
+    if !cluster_deleting {
+        let template = if w.sc.installed.metal3_v1beta2 {
+            // >= 1.13: the owner's current template
+            w.read(|s| {
+                let (kind, name) = m.controller.as_ref()?;
+                s.get(*kind, name)?
+                    .spec
+                    .templates()
+                    .first()
+                    .map(|r| (*r).clone())
+            })
+        } else {
+            let name = m.cloned_from();
+            name.map(|n| Ref::new(Kind::Metal3MachineTemplate, n.clone()))
+        };
+        let decision = template.as_ref().and_then(|r| {
+            w.read(|s| match s.get(r.kind, &r.name)?.spec {
+                Spec::Template { node_reuse, .. } => Some(node_reuse),
+                _ => None,
+            })
         });
-        let Some(m) = self.rng.pick(&deleting) else {
-            return false;
-        };
-        let Spec::Metal3Machine { intent, .. } = m.spec else {
-            return false;
-        };
-        if !cluster_deleting {
-            let template = if self.sc.release.metal3_v1beta2 {
-                // >= 1.13: the owner's current template
-                self.read(|s| {
-                    let (kind, name) = m.controller.as_ref()?;
-                    s.get(*kind, name)?
-                        .spec
-                        .templates()
-                        .first()
-                        .map(|r| (*r).clone())
-                })
-            } else {
-                let name = m.cloned_from();
-                name.map(|n| Ref::new(Kind::Metal3MachineTemplate, n.clone()))
-            };
-            let decision = template.as_ref().and_then(|r| {
-                self.read(|s| match s.get(r.kind, &r.name)?.spec {
-                    Spec::Template { node_reuse, .. } => Some(node_reuse),
-                    _ => None,
-                })
-            });
-            self.m.decisions += 1;
-            let reuse = decision.unwrap_or(false);
-            if intent && !reuse {
-                self.m.lost += 1;
-            }
-            self.ev(|| {
+        w.m.decisions += 1;
+        let reuse = decision.unwrap_or(false);
+        if intent && !reuse {
+            w.m.lost += 1;
+        }
+        w.ev(|| {
                 format!(
                     "CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {} {}), intent {intent}{}",
                     m.name,
@@ -59,8 +71,7 @@ impl Sim<'_> {
                     if intent && !reuse { "  <-- LOST" } else { "" }
                 )
             });
-        }
-        self.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
-        true
     }
+    w.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
+    true
 }

@@ -7,59 +7,100 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::objects::{Kind, Spec, DELETE_FOR_MOVE};
-use super::sim::*;
+use super::objects::*;
+use super::world::{Actor, Backoff, World};
 use crate::host::lock;
 
-impl Sim<'_> {
-    /// clusterctl move: pause, create everything on the target, then annotate and delete each
-    /// source object in random order, retrying a refused delete for about 159 s.
-    pub(super) fn clusterctl_move(&mut self) -> Result<Option<u64>> {
-        match self.move_phase.clone() {
-            MovePhase::Pause => {
-                self.write(|s| {
+/// clusterctl move retries a refused delete for about this long, then gives up.
+const RETRY_BUDGET: u64 = 159;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    Pause,
+    Create(Vec<(Kind, String)>),
+    Delete(Vec<(Kind, String)>),
+    Done,
+    /// A delete given up: the move failed half done.
+    Failed,
+}
+
+#[derive(Debug)]
+pub struct Clusterctl {
+    phase: Phase,
+    backoff: Backoff,
+}
+
+impl Default for Clusterctl {
+    fn default() -> Self {
+        Clusterctl {
+            phase: Phase::Pause,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+impl Actor for Clusterctl {
+    /// Pause, create everything on the target, then annotate and delete each source object in
+    /// random order, retrying a refused delete for about 159 s.
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        w.lifecycle_starts();
+        let next = self.move_step(w)?;
+        w.status.moved = match self.phase {
+            Phase::Done => Some(true),
+            Phase::Failed => Some(false),
+            _ => None,
+        };
+        Ok(next)
+    }
+}
+
+impl Clusterctl {
+    fn move_step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        match self.phase.clone() {
+            Phase::Pause => {
+                w.write(|s| {
                     if let Some(Spec::Cluster { paused }) = s.spec_mut(Kind::Cluster, CLUSTER) {
                         *paused = true;
                     }
                 });
-                let mut objs = self.read(|s| s.objects.keys().cloned().collect::<Vec<_>>());
-                self.rng.shuffle(&mut objs);
-                self.ev(|| "clusterctl: Cluster paused".to_string());
-                self.move_phase = MovePhase::Create(objs);
-                Ok(Some(self.rng.range(1, 5)))
+                let mut objs = w.read(|s| s.objects.keys().cloned().collect::<Vec<_>>());
+                w.rng.shuffle(&mut objs);
+                w.ev(|| "clusterctl: Cluster paused".to_string());
+                self.phase = Phase::Create(objs);
+                Ok(Some(w.rng.range(1, 5)))
             }
-            MovePhase::Create(mut objs) => {
+            Phase::Create(mut objs) => {
                 let split = objs.len().saturating_sub(3);
                 for (kind, name) in objs.split_off(split).into_iter().rev() {
-                    let Some(mut obj) = self.read(|s| s.get(kind, &name).cloned()) else {
+                    let Some(mut obj) = w.read(|s| s.get(kind, &name).cloned()) else {
                         continue;
                     };
                     obj.deleting = None;
                     if kind == Kind::Metal3Machine {
-                        self.create_metal3machine(1, obj)?;
+                        w.create_metal3machine(1, obj)?;
                     } else {
-                        let now = self.now;
-                        lock(&self.api).stores[1].create(obj, now);
+                        let now = w.now;
+                        lock(&w.api).stores[1].create(obj, now);
                     }
                 }
-                self.move_phase = if objs.is_empty() {
-                    let mut all = self.read(|s| s.objects.keys().cloned().collect::<Vec<_>>());
-                    self.rng.shuffle(&mut all);
-                    MovePhase::Delete(all)
+                self.phase = if objs.is_empty() {
+                    let mut all = w.read(|s| s.objects.keys().cloned().collect::<Vec<_>>());
+                    w.rng.shuffle(&mut all);
+                    Phase::Delete(all)
                 } else {
-                    MovePhase::Create(objs)
+                    Phase::Create(objs)
                 };
-                Ok(Some(self.rng.range(1, 3)))
+                Ok(Some(w.rng.range(1, 3)))
             }
-            MovePhase::Delete(mut objs) => {
+            Phase::Delete(mut objs) => {
                 let Some((kind, name)) = objs.last().cloned() else {
-                    self.move_phase = MovePhase::Done;
+                    self.phase = Phase::Done;
                     return Ok(None);
                 };
-                if !self.due(Task::Lifecycle, kind, &name) {
+                if !self.backoff.due(w.now, kind, &name) {
                     return Ok(Some(1));
                 }
-                self.write(|s| {
+                w.write(|s| {
                     if let Some(o) = s.get_mut(kind, &name) {
                         o.annotations =
                             BTreeMap::from([(DELETE_FOR_MOVE.to_string(), String::new())]);
@@ -69,25 +110,24 @@ impl Sim<'_> {
                         }
                     }
                 });
-                if self.delete(kind, &name, "clusterctl")? {
+                if w.delete(kind, &name, "clusterctl")? {
                     objs.pop();
-                    self.move_phase = MovePhase::Delete(objs);
-                    return Ok(Some(self.rng.range(0, 2)));
+                    self.phase = Phase::Delete(objs);
+                    return Ok(Some(w.rng.range(0, 2)));
                 }
-                let key = (Task::Lifecycle, kind, name.as_str());
-                let start = self.refused_retry_later(key, 5, 60);
-                if self.now < start + MOVE_RETRY_BUDGET {
-                    self.move_phase = MovePhase::Delete(objs);
+                let start = self.backoff.retry_later(w, (kind, &name), 5, 60);
+                if w.now < start + RETRY_BUDGET {
+                    self.phase = Phase::Delete(objs);
                     return Ok(Some(1));
                 }
                 let kind = kind.name();
-                self.ev(|| {
+                w.ev(|| {
                     format!("clusterctl: gave up deleting {kind} {name}: move failed half done")
                 });
-                self.move_phase = MovePhase::Failed;
+                self.phase = Phase::Failed;
                 Ok(None)
             }
-            MovePhase::Done | MovePhase::Failed => Ok(None),
+            Phase::Done | Phase::Failed => Ok(None),
         }
     }
 }

@@ -6,66 +6,74 @@
 
 use anyhow::Result;
 
-use super::objects::{Kind, Obj, Spec};
-use super::sim::*;
+use super::objects::*;
+use super::world::{Actor, World};
 
-impl Sim<'_> {
-    pub(super) fn cp_controller(&mut self) -> Result<bool> {
-        let kind = self.sc.cp_kind;
-        let Some(Obj {
-            spec: Spec::ControlPlane(cp),
-            deleting,
-            ..
-        }) = self.read(|s| s.get(kind, CP).cloned())
-        else {
-            return Ok(false);
-        };
-        let (infra, replicas) = (&cp.infra, cp.replicas);
-        let machines = self.machines_of(kind, CP);
-        if self.cluster_state().0 {
-            return Ok(false);
-        }
-        if deleting.is_some() {
-            if self.sc.cp_needs_template_on_delete && !self.fetch(kind.name(), infra) {
-                return Ok(false);
-            }
-            for m in machines.iter().filter(|m| m.deleting.is_none()) {
-                self.mark_deleted(Kind::Metal3Machine, &m.name);
-            }
-            if machines.is_empty() {
-                self.write(|s| s.drop_finalizer(kind, CP, CP_FINALIZER));
-                self.ev(|| format!("{} gone", kind.name()));
-            }
-            return Ok(machines.is_empty() || machines.iter().any(|m| m.deleting.is_none()));
-        }
-        // a missing current template aborts the whole reconcile
-        if !self.fetch(kind.name(), infra) {
-            return Ok(false);
-        }
-        self.adopt(&[infra]);
-        let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
-        if live.len() < machines.len() {
-            // one machine at a time
-            return Ok(false);
-        }
-        let outdated = live.iter().find(|m| m.cloned_from() != Some(&infra.name));
-        let all_ready = live.iter().all(|m| self.ready(m));
-        let n = live.len() as u32;
-        if n < replicas + if outdated.is_some() { cp.max_surge } else { 0 } {
-            return self.create_machine((kind, CP.into()), infra, false);
-        }
-        if let Some(v) = outdated.filter(|_| all_ready && n >= replicas) {
-            self.mark_deleted(Kind::Metal3Machine, &v.name);
-            let v = &v.name;
-            self.ev(|| format!("{}: rollout, Metal3Machine {v} deleting", kind.name()));
-            return Ok(true);
-        }
-        if n > replicas && all_ready {
-            self.mark_deleted(Kind::Metal3Machine, &live[0].name);
-            return Ok(true);
-        }
-        Ok(false)
+#[derive(Debug, Default)]
+pub struct CpController;
+
+impl Actor for CpController {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let did = reconcile(w)?;
+        Ok(Some(w.requeue(did)))
     }
+}
+
+fn reconcile(w: &mut World) -> Result<bool> {
+    let kind = w.sc.cp_kind;
+    let Some(Obj {
+        spec: Spec::ControlPlane(cp),
+        deleting,
+        ..
+    }) = w.read(|s| s.get(kind, CP).cloned())
+    else {
+        return Ok(false);
+    };
+    let (infra, replicas) = (&cp.infra, cp.replicas);
+    let machines = w.machines_of(kind, CP);
+    if w.cluster_state().0 {
+        return Ok(false);
+    }
+    if deleting.is_some() {
+        if w.sc.cp_needs_template_on_delete && !w.fetch(kind.name(), infra) {
+            return Ok(false);
+        }
+        for m in machines.iter().filter(|m| m.deleting.is_none()) {
+            w.mark_deleted(Kind::Metal3Machine, &m.name);
+        }
+        if machines.is_empty() {
+            w.write(|s| s.drop_finalizer(kind, CP, CP_FINALIZER));
+            w.ev(|| format!("{} gone", kind.name()));
+        }
+        return Ok(machines.is_empty() || machines.iter().any(|m| m.deleting.is_none()));
+    }
+    // a missing current template aborts the whole reconcile
+    if !w.fetch(kind.name(), infra) {
+        return Ok(false);
+    }
+    w.adopt(&[infra]);
+    let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
+    if live.len() < machines.len() {
+        // one machine at a time
+        return Ok(false);
+    }
+    let outdated = live.iter().find(|m| m.cloned_from() != Some(&infra.name));
+    let all_ready = live.iter().all(|m| w.ready(m));
+    let n = live.len() as u32;
+    if n < replicas + if outdated.is_some() { cp.max_surge } else { 0 } {
+        return w.create_machine((kind, CP.into()), infra, false);
+    }
+    if let Some(v) = outdated.filter(|_| all_ready && n >= replicas) {
+        w.mark_deleted(Kind::Metal3Machine, &v.name);
+        let v = &v.name;
+        w.ev(|| format!("{}: rollout, Metal3Machine {v} deleting", kind.name()));
+        return Ok(true);
+    }
+    if n > replicas && all_ready {
+        w.mark_deleted(Kind::Metal3Machine, &live[0].name);
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -5,20 +5,26 @@
 //! simulated cluster ([`api`]); verdicts are read from the AdmissionResponse only. Every seed is
 //! run twice: with the policy, and without it (every request allowed, nothing mutated).
 
-mod api;
+pub mod api;
 mod capm3;
+mod cleanup;
 mod cluster;
 mod clusterctl;
 mod controlplane;
-mod deployers;
+mod create;
+mod deployer;
+mod gc;
 mod machinedeployment;
 mod machineset;
-mod objects;
+mod namespace;
+pub mod objects;
+pub mod render;
 mod rng;
 mod scenario;
 mod sim;
 mod topology;
 mod verdicts;
+mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
@@ -26,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use tabled::builder::Builder;
@@ -37,8 +43,8 @@ use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 
 use api::{Api, SimHost};
-use scenario::{Deployer, Lifecycle, Metrics, Scenario};
-use sim::{Sim, Verdict};
+use scenario::{Deployer, Lifecycle, Metrics, OnRefusal, Scenario};
+use world::Verdict;
 
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
@@ -104,9 +110,7 @@ fn run_seed(
         Some(policy) => policy_verdict(policy, request),
         None => Ok(Verdict::ALLOW),
     };
-    let mut sim = Sim::new(seed, api.clone(), &mut admit, trace);
-    let metrics = sim.run()?;
-    Ok((sim.sc.clone(), metrics, sim.take_trace()))
+    sim::run(seed, api.clone(), &mut admit, trace)
 }
 
 /// One flow's (deploy tool and lifecycle) runs, with and without the policy.
@@ -145,15 +149,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             responder: Some(Box::new(SimHost { api: api.clone() })),
             ..Default::default()
         };
-        let policy = module.load(state)?;
-        let validation = policy.validate_settings(&json!({}));
-        if !validation.valid {
-            bail!(
-                "the policy refuses its default settings {{}}: {}",
-                validation.message.unwrap_or_default()
-            );
-        }
-        Ok((policy, api))
+        Ok((module.load_with_defaults(state)?, api))
     };
 
     if let Some(seed) = args.seed {
@@ -296,7 +292,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     println!("Per flow, with / without the policy (leaks: * = explained, see below):\n");
     let header = ["flow", "seeds", "lost", "stuck", "leaked"].map(String::from);
     let flows = t.flows.iter().map(|((deployer, lifecycle), f)| {
-        let star = deployer.explained_leak().map_or("", |_| " *");
+        let star = deployer.on_refusal().explained_leak().map_or("", |_| " *");
         [
             format!("{} {}", deployer.name(), lifecycle.label()),
             f.seeds.to_string(),
@@ -307,15 +303,27 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     });
     let flows = std::iter::once(header).chain(flows).map(Vec::from);
     println!("{}\n", markdown(flows.collect()));
-    println!("Explained leaks (allowed in these flows only; the clean-up job collects them):");
+    println!("Explained leaks, by what the tool does with a refused delete (allowed in these flows only; the clean-up job collects them):");
     let variants = [
         Deployer::Flux { retries: true },
         Deployer::Kustomize { retries: false },
     ];
-    for d in Deployer::ALL.into_iter().chain(variants) {
-        if let Some(why) = d.explained_leak() {
-            println!("  {}: {why}", d.name());
-        }
+    let tools: Vec<Deployer> = Deployer::ALL.into_iter().chain(variants).collect();
+    let behaviours = [
+        OnRefusal::Forget,
+        OnRefusal::RollBackAndRetry(2),
+        OnRefusal::SkipOwned { retries: 5 },
+    ];
+    for behaviour in behaviours {
+        let Some(why) = behaviour.explained_leak() else {
+            continue;
+        };
+        let names: Vec<&str> = tools
+            .iter()
+            .filter(|d| d.on_refusal() == behaviour)
+            .map(|d| d.name())
+            .collect();
+        println!("  {behaviour:?} ({}): {why}", names.join(", "));
     }
     println!(
         "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",

@@ -9,6 +9,20 @@ pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
 pub const CLEANUP_LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
+pub const CLUSTER: &str = "edge-a";
+/// The control plane's name.
+pub const CP: &str = "edge-a-cp";
+pub const CLASS: &str = "metal3-kubeadm";
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+pub const TOPOLOGY_OWNED: &str = "topology.cluster.x-k8s.io/owned";
+pub const CLUSTER_FINALIZER: &str = "cluster.cluster.x-k8s.io";
+pub const MD_FINALIZER: &str = "cluster.x-k8s.io/machinedeployment";
+pub const MD_TOPOLOGY_FINALIZER: &str = "machinedeployment.topology.cluster.x-k8s.io";
+pub const MS_FINALIZER: &str = "cluster.x-k8s.io/machineset";
+pub const MS_TOPOLOGY_FINALIZER: &str = "machineset.topology.cluster.x-k8s.io";
+pub const CP_FINALIZER: &str = "controlplane.cluster.x-k8s.io";
+pub const M3M_FINALIZER: &str = "metal3machine.infrastructure.cluster.x-k8s.io";
+pub const HOUR: u64 = 3600;
 
 const CAPI: &str = "cluster.x-k8s.io";
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
@@ -53,8 +67,7 @@ const EMPTY_KINDS: [(&str, &str, Provider); 10] = [
 ];
 
 /// Every installed kind: group, kind, provider and the simulated kind (`None`: held empty).
-pub(super) fn installed(
-) -> impl Iterator<Item = (&'static str, &'static str, Provider, Option<Kind>)> {
+pub fn installed() -> impl Iterator<Item = (&'static str, &'static str, Provider, Option<Kind>)> {
     let simulated = Kind::ALL.into_iter().map(|k| {
         let (group, name, provider) = k.installed();
         (group, name, provider, Some(k))
@@ -108,9 +121,9 @@ impl Kind {
     }
 }
 
-/// The installed releases: which API versions each provider serves.
+/// Which provider releases are installed, and so which API versions each provider serves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Release {
+pub struct Installed {
     /// Cluster API >= 1.11 (with kubeadm bootstrap and control plane): v1beta1 and v1beta2.
     pub capi_v1beta2: bool,
     /// CAPM3 >= 1.13: v1beta1 and v1beta2 (and node reuse read from the owner's template).
@@ -119,8 +132,8 @@ pub struct Release {
     pub rke2: Option<bool>,
 }
 
-impl Release {
-    pub(super) fn provider_serves(&self, provider: Provider, version: &str) -> bool {
+impl Installed {
+    pub fn provider_serves(&self, provider: Provider, version: &str) -> bool {
         let v2 = match provider {
             Provider::Capi => Some(self.capi_v1beta2),
             Provider::Metal3 => Some(self.metal3_v1beta2),
@@ -135,7 +148,7 @@ impl Release {
     }
 
     /// `group/version` of `kind` as a client of this release names it by default.
-    pub(super) fn api_version(&self, kind: Kind) -> String {
+    pub fn api_version(&self, kind: Kind) -> String {
         let version = if self.serves(kind, "v1beta2") {
             "v1beta2"
         } else {

@@ -1,11 +1,8 @@
 //! What a seed chooses (deploy tool, lifecycle, releases, sizes, what the upgrade changes),
 //! the world it starts with, and what a run measures.
 
-use anyhow::{anyhow, Result};
-
-use super::objects::{CpSpec, Kind, MdSpec, Obj, Ref, Release, Spec, Worker, CLEANUP_LABEL};
+use super::objects::{Installed, Kind, HOUR};
 use super::rng::Rng;
-use super::sim::*;
 
 /// Ordered as its variants are listed, `retries: false` first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,17 +60,78 @@ impl Deployer {
         }
     }
 
-    /// Where leaked templates are expected, and why (the docs explain each, and how the clean-up
-    /// job collects them). A leak in any other flow fails the simulation.
+    /// The account its deletes come from.
+    pub fn user(self) -> &'static str {
+        match self {
+            Deployer::Helm3 | Deployer::Helm4 | Deployer::Keep | Deployer::Topology => "helm",
+            Deployer::Flux { .. } => "system:serviceaccount:flux-system:helm-controller",
+            Deployer::Kustomize { .. } => "system:serviceaccount:flux-system:kustomize-controller",
+            Deployer::Argo => "system:serviceaccount:argocd:argocd-application-controller",
+        }
+    }
+
+    /// What the tool does with a refused delete, read in its source; docs/deploy-tools.md keeps
+    /// this table with the citations.
+    pub fn on_refusal(self) -> OnRefusal {
+        match self {
+            // helm pkg/kube/client.go@v3.8.1 (Update): a failed delete is logged (seen with
+            // --debug only) and the upgrade succeeds (helm issue 11375). The class chart of the
+            // topology flow is a Helm 3 release too.
+            Deployer::Helm3 | Deployer::Topology => OnRefusal::Forget,
+            // helm PR 31393 (v4.0.0): the upgrade fails; the pipeline runs it again
+            Deployer::Helm4 => OnRefusal::Rerun { after: (300, 900) },
+            // helm-controller go.mod@v1.5.0 (helm.sh/helm/v4): the upgrade fails; with the
+            // default upgrade.remediation.retries 0 the release stays failed and is not retried
+            // until its spec changes
+            Deployer::Flux { retries: false } => OnRefusal::Forget,
+            // with upgrade.remediation.retries 2, the release is rolled back and the upgrade tried
+            // again (internal/reconcile/atomic_release.go@v1.5.0)
+            Deployer::Flux { retries: true } => OnRefusal::RollBackAndRetry(2),
+            // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0
+            // (PR 1665): what was not pruned stays in status.inventory, Ready=False
+            // (PruneFailed), retried every interval; before, the inventory moved on and the
+            // object was forgotten after one failure
+            Deployer::Kustomize { retries: true } => OnRefusal::RetryEvery(600),
+            Deployer::Kustomize { retries: false } => OnRefusal::Forget,
+            // gitops-engine pkg/cache/cluster.go@5baed56 (GetManagedLiveObjs): only objects
+            // without ownerReferences are managed, so prune candidates (argo-cd issue 4764). A
+            // refused prune of another fails the sync operation, which the Application's
+            // syncPolicy.retry retries with backoff from 5 s, doubling (argo-cd
+            // pkg/apis/application/v1alpha1/types.go@v3.1.0, DefaultSyncRetryDuration and
+            // DefaultSyncRetryFactor; limit 5 as in the docs' example)
+            Deployer::Argo => OnRefusal::SkipOwned { retries: 5 },
+            Deployer::Keep => OnRefusal::Keep,
+        }
+    }
+}
+
+/// What a deploy tool does with a refused delete: all the policy ever sees of a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRefusal {
+    /// Logs it and moves on: the template is forgotten.
+    Forget,
+    /// Fails the run; the pipeline runs it again `after` (a range of seconds) until it succeeds.
+    Rerun { after: (u64, u64) },
+    /// Keeps the object in its inventory and retries every so many seconds.
+    RetryEvery(u64),
+    /// Rolls the release back (a second rollout) and tries again, this many times; then forgets.
+    RollBackAndRetry(u32),
+    /// Never deletes an object with ownerReferences (forgotten); a refused delete of another is
+    /// retried this many times, from 5 s doubling, then forgotten.
+    SkipOwned { retries: u32 },
+    /// Never deletes: the template keeps the clean-up label and the job collects it.
+    Keep,
+}
+
+impl OnRefusal {
+    /// Why templates leak with this behaviour (the clean-up job collects them); `None`: they do
+    /// not, and a leak fails the simulation.
     pub fn explained_leak(self) -> Option<&'static str> {
         match self {
-            Deployer::Helm3 => Some("Helm 3 forgets a delete the policy refused (logged with --debug only); the clean-up job collects the template once unused"),
-            Deployer::Flux { retries: false } => Some("helm-controller (Helm 4, remediation retries 0) leaves the release failed (Ready=False) and does not retry; the clean-up job collects the template"),
-            Deployer::Flux { retries: true } => Some("helm-controller rolls back between attempts (a second re-provisioning wave), then leaves the release failed; the clean-up job collects the template"),
-            Deployer::Kustomize { retries: false } => Some("kustomize-controller < v1.9.0 reports one prune failure, then forgets the object; the clean-up job collects it"),
-            Deployer::Argo => Some("Argo CD never prunes templates with ownerReferences (every template a MachineSet or control plane used), with or without the policy; the clean-up job collects them"),
-            Deployer::Topology => Some("the topology controller deletes an old control-plane template once, best effort, and never retries (the class chart is Helm 3 too); the clean-up job collects topology-owned leftovers, garbage collection after the Cluster"),
-            Deployer::Helm4 | Deployer::Kustomize { retries: true } | Deployer::Keep => None,
+            OnRefusal::Forget => Some("the tool forgets a refused delete (Helm 3 logs it with --debug only; helm-controller with remediation retries 0 leaves the release failed; kustomize-controller < v1.9.0 reports one prune failure); the topology controller deletes an old control-plane template once, best effort, too"),
+            OnRefusal::RollBackAndRetry(_) => Some("rolled back between attempts (a second re-provisioning wave), then the release is left failed and the template forgotten"),
+            OnRefusal::SkipOwned { .. } => Some("owned templates (every one a MachineSet or control plane used) are never pruned, with or without the policy"),
+            OnRefusal::Rerun { .. } | OnRefusal::RetryEvery(_) | OnRefusal::Keep => None,
         }
     }
 }
@@ -111,7 +169,7 @@ impl Lifecycle {
 pub struct Scenario {
     pub deployer: Deployer,
     pub lifecycle: Lifecycle,
-    pub release: Release,
+    pub installed: Installed,
     pub cp_kind: Kind,
     pub cp_replicas: u32,
     pub cp_surge: u32,
@@ -162,7 +220,7 @@ impl Scenario {
         let mut sc = Scenario {
             deployer,
             lifecycle,
-            release: Release {
+            installed: Installed {
                 capi_v1beta2,
                 metal3_v1beta2,
                 rke2,
@@ -188,8 +246,8 @@ impl Scenario {
             *retries = rng.chance(50);
         }
         sc.cp_needs_template_on_delete = match sc.cp_kind {
-            Kind::KubeadmControlPlane => sc.release.capi_v1beta2 && rng.chance(40),
-            _ => sc.release.rke2 == Some(true) && rng.chance(40),
+            Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
+            _ => sc.installed.rke2 == Some(true) && rng.chance(40),
         };
         sc
     }
@@ -199,7 +257,7 @@ impl Scenario {
             "{} {}; {}; {} x{} (maxSurge {}); MDs {:?} (replicas, maxSurge, maxUnavailable); nodeReuse {}; upgrade workers {} bootstrap {} control plane {}; old MachineSets deleted {}; MD removed from topology {}; upgrade at {} s, lifecycle at {} s; control-plane deletion needs its template {}",
             self.deployer.name(),
             self.lifecycle.label(),
-            self.release.describe(),
+            self.installed.describe(),
             self.cp_kind.name(),
             self.cp_replicas,
             self.cp_surge,
@@ -251,117 +309,11 @@ impl Metrics {
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
     pub fn failed(&self, deployer: Deployer) -> bool {
-        let unexplained_leaks = deployer.explained_leak().map_or(self.leaked, |_| 0);
+        let unexplained_leaks = deployer
+            .on_refusal()
+            .explained_leak()
+            .map_or(self.leaked, |_| 0);
         self.lost + self.missing + self.stuck + self.left + self.refused_creates + unexplained_leaks
             > 0
-    }
-}
-
-impl Sim<'_> {
-    /// A template the deploy tool renders, created (owned by the Cluster when `owned`).
-    pub(super) fn new_template(&mut self, kind: Kind, prefix: &str, owned: bool) -> Ref {
-        let m3 = kind == Kind::Metal3MachineTemplate;
-        let spec = Spec::Template {
-            node_reuse: m3 && self.sc.node_reuse,
-            cleaning: self.sc.cleaning.clone().filter(|_| m3),
-        };
-        let mut t = Obj::new(kind, self.name(prefix), spec);
-        t.labels.insert(CLEANUP_LABEL.into(), "true".into());
-        t.labels
-            .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
-        if self.sc.deployer == Deployer::Keep {
-            t.annotations
-                .insert("helm.sh/resource-policy".into(), "keep".into());
-        }
-        t.owner_cluster = owned.then(|| CLUSTER.into());
-        self.create(t)
-    }
-
-    /// The initial state: the Cluster, its templates (or the ClusterClass and the Cluster's
-    /// copies), the control plane and the MachineDeployments, each with its machines ready.
-    pub(super) fn build(&mut self) -> Result<()> {
-        let mut cluster = Obj::new(Kind::Cluster, CLUSTER, Spec::Cluster { paused: false });
-        cluster.finalizers.insert(CLUSTER_FINALIZER.into());
-        self.create(cluster);
-        let m3mt = Kind::Metal3MachineTemplate;
-        let bk = match self.sc.cp_kind {
-            Kind::Rke2ControlPlane => Kind::Rke2ConfigTemplate,
-            _ => Kind::KubeadmConfigTemplate,
-        };
-        let mut workers = Vec::new();
-        let cp_infra = if self.topology() {
-            let cc_cp = self.new_template(m3mt, "cc-cp", false);
-            let class_workers: Vec<Worker> = (0..self.sc.mds.len())
-                .map(|i| Worker {
-                    class: format!("pool{i}"),
-                    infra: self.new_template(m3mt, "cc-workers", false),
-                    bootstrap: self.new_template(bk, "cc-bootstrap", false),
-                })
-                .collect();
-            let spec = Spec::ClusterClass {
-                cp_infra: cc_cp.clone(),
-                workers: class_workers.clone(),
-            };
-            self.create(Obj::new(Kind::ClusterClass, CLASS, spec));
-            let missing = || anyhow!("class template missing");
-            let cp_infra = self.copy_of(&cc_cp, CP).ok_or_else(missing)?;
-            for w in &class_workers {
-                let infra = self.copy_of(&w.infra, &format!("edge-a-{}-infra", w.class));
-                let boot = self.copy_of(&w.bootstrap, &format!("edge-a-{}-bootstrap", w.class));
-                workers.push((infra.ok_or_else(missing)?, boot.ok_or_else(missing)?));
-            }
-            cp_infra
-        } else {
-            let cp_infra = self.new_template(m3mt, CP, true);
-            for i in 0..self.sc.mds.len() {
-                let infra = self.new_template(m3mt, &format!("edge-a-md{i}"), true);
-                let boot = self.new_template(bk, &format!("edge-a-md{i}-bootstrap"), true);
-                workers.push((infra, boot));
-            }
-            cp_infra
-        };
-        let (kind, replicas) = (self.sc.cp_kind, self.sc.cp_replicas);
-        let spec = Spec::ControlPlane(CpSpec {
-            infra: cp_infra.clone(),
-            replicas,
-            max_surge: self.sc.cp_surge,
-            legacy_ref: kind == Kind::Rke2ControlPlane && self.rng.chance(30),
-        });
-        let mut cp = Obj::new(kind, CP, spec);
-        cp.finalizers.insert(CP_FINALIZER.into());
-        cp.owner_cluster = Some(CLUSTER.into());
-        self.create(cp);
-        for _ in 0..replicas {
-            self.create_machine((kind, CP.into()), &cp_infra, true)?;
-        }
-        for (i, ((infra, boot), (replicas, max_surge, max_unavailable))) in
-            workers.into_iter().zip(self.sc.mds.clone()).enumerate()
-        {
-            let md_name = format!("edge-a-md{i}");
-            let spec = Spec::MachineDeployment(MdSpec {
-                infra: infra.clone(),
-                bootstrap: boot.clone(),
-                replicas,
-                max_surge,
-                max_unavailable,
-            });
-            let mut md = Obj::new(Kind::MachineDeployment, md_name.clone(), spec);
-            md.finalizers.insert(MD_FINALIZER.into());
-            md.owner_cluster = Some(CLUSTER.into());
-            if self.topology() {
-                md.finalizers.insert(MD_TOPOLOGY_FINALIZER.into());
-                md.labels.insert(
-                    "topology.cluster.x-k8s.io/deployment-name".into(),
-                    format!("pool{i}"),
-                );
-            }
-            self.create(md);
-            let ms = self.new_machineset(&md_name, &infra, &boot, replicas);
-            for _ in 0..replicas {
-                self.create_machine((Kind::MachineSet, ms.clone()), &infra, true)?;
-            }
-            self.set_replicas(&ms, replicas, true);
-        }
-        Ok(())
     }
 }

@@ -2,19 +2,22 @@
 
 use std::collections::BTreeSet;
 
-use super::objects::{Kind, MdSpec, Obj, Ref, Spec, Store};
-use super::scenario::*;
-use super::sim::*;
+use super::objects::*;
+use super::scenario::Lifecycle;
+use super::world::World;
 use crate::host::lock;
+
+/// A flow that has not finished this long after it started is stuck.
+pub const FLOW_BOUND: u64 = 6 * HOUR;
 
 /// The Metal3Machines `owner` controls.
 fn machines<'s>(s: &'s Store, owner: &'s Obj) -> impl Iterator<Item = &'s Obj> {
     s.owned(Kind::Metal3Machine, owner.kind, &owner.name)
 }
 
-impl Sim<'_> {
+impl World<'_> {
     fn upgrade_finished(&self) -> bool {
-        if self.deploy != DeployPhase::Done || self.topology() && !self.topology_applied() {
+        if !self.status.upgrade_done || self.topology() && !self.topology_applied() {
             return false;
         }
         let rolled = self.read(|s| {
@@ -77,7 +80,7 @@ impl Sim<'_> {
     }
 
     /// Templates nothing needs any more.
-    pub(super) fn garbage_templates(&self) -> Vec<Ref> {
+    pub fn garbage_templates(&self) -> Vec<Ref> {
         self.read(|s| {
             let mut needed = BTreeSet::new();
             for o in s.objects.values() {
@@ -111,7 +114,7 @@ impl Sim<'_> {
         })
     }
 
-    pub(super) fn flow_finished(&self) -> bool {
+    pub fn flow_finished(&self) -> bool {
         match self.sc.lifecycle {
             Lifecycle::None => self.upgrade_finished(),
             // only the lifecycle deletes the Cluster, or everything
@@ -121,21 +124,22 @@ impl Sim<'_> {
             }),
             Lifecycle::NamespaceDeletion => self.read(|s| s.objects.is_empty()),
             Lifecycle::Move => {
-                self.move_phase == MovePhase::Done && self.read(|s| s.objects.is_empty())
+                self.status.moved == Some(true) && self.read(|s| s.objects.is_empty())
             }
         }
     }
 
-    pub(super) fn finish(&mut self) {
+    /// The flow's end: stuck when it finished late or never, and the templates left behind.
+    pub fn finish(&mut self, flow_done: Option<u64>) {
         let start = if self.sc.lifecycle == Lifecycle::None {
             self.sc.upgrade_at
         } else {
             self.sc.lifecycle_at
         };
-        let done_in_time = self.flow_done.is_some_and(|t| t <= start + FLOW_BOUND);
-        if !done_in_time || self.move_phase == MovePhase::Failed {
+        let done_in_time = flow_done.is_some_and(|t| t <= start + FLOW_BOUND);
+        if !done_in_time || self.status.moved == Some(false) {
             self.m.stuck += 1;
-            let why = match self.flow_done {
+            let why = match flow_done {
                 Some(t) => format!("finished only at {t} s"),
                 None => "never finished".to_string(),
             };

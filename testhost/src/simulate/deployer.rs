@@ -1,0 +1,261 @@
+//! The deploy tool: applies an upgrade (new templates with content-hash names, the owners
+//! pointed at them) and deletes the templates it retired; what it does when the policy refuses a
+//! delete is its [`OnRefusal`], read in each tool's source ([`Deployer::on_refusal`]).
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+
+use super::objects::*;
+use super::scenario::{Deployer, OnRefusal};
+use super::world::{Actor, World};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    Apply,
+    /// Deleting what the upgrade retired; the attempt.
+    Delete(u32),
+    /// The release was rolled back after a failed attempt; the upgrade runs again.
+    Reapply(u32),
+    Done,
+}
+
+/// The release's objects (owners and templates) before and after the upgrade, and what it
+/// retired, for a rollback and the attempt after it.
+type Revisions = (Vec<Obj>, Vec<Obj>, BTreeSet<Ref>);
+
+#[derive(Debug)]
+pub struct DeployTool {
+    tool: Deployer,
+    phase: Phase,
+    /// Templates the upgrade retired (to be deleted by the tool or collected by the clean-up job).
+    retired: BTreeSet<Ref>,
+    revisions: Option<Revisions>,
+}
+
+impl DeployTool {
+    pub fn new(tool: Deployer) -> Self {
+        DeployTool {
+            tool,
+            phase: Phase::Apply,
+            retired: BTreeSet::new(),
+            revisions: None,
+        }
+    }
+}
+
+impl Actor for DeployTool {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let next = match self.phase.clone() {
+            Phase::Apply | Phase::Reapply(_) if w.read(|s| s.namespace_terminating) => {
+                // a terminating namespace refuses the creates: the upgrade fails at once
+                self.phase = Phase::Done;
+                None
+            }
+            Phase::Apply => {
+                let before = release_objects(w);
+                self.apply_upgrade(w);
+                self.revisions = Some((before, release_objects(w), self.retired.clone()));
+                self.phase = Phase::Delete(0);
+                Some(w.rng.range(1, 5))
+            }
+            Phase::Reapply(attempt) => {
+                if let Some((_, after, retired)) = self.revisions.clone() {
+                    install(w, &after);
+                    self.retired = retired;
+                    w.ev(|| "helm-controller: upgrade applied again".to_string());
+                }
+                self.phase = Phase::Delete(attempt);
+                Some(w.rng.range(1, 5))
+            }
+            Phase::Delete(attempt) => self.delete_retired(w, attempt)?,
+            Phase::Done => None,
+        };
+        w.status.upgrade_done = self.phase == Phase::Done;
+        Ok(next)
+    }
+}
+
+impl DeployTool {
+    /// Deletes the templates the upgrade retired; after a refusal, what its [`OnRefusal`] says.
+    fn delete_retired(&mut self, w: &mut World, attempt: u32) -> Result<Option<u64>> {
+        let (user, on_refusal) = (self.tool.user(), self.tool.on_refusal());
+        if on_refusal == OnRefusal::Keep {
+            self.phase = Phase::Done;
+            return Ok(None);
+        }
+        let mut refused = Vec::new();
+        for r in self.retired.clone() {
+            let owned = w.read(|s| {
+                s.get(r.kind, &r.name)
+                    .is_some_and(|o| o.owner_cluster.is_some() || o.controller.is_some())
+            });
+            if matches!(on_refusal, OnRefusal::SkipOwned { .. }) && owned {
+                self.retired.remove(&r);
+                w.leak(&r, "an owned object is never pruned");
+            } else if w.delete(r.kind, &r.name, user)? {
+                self.retired.remove(&r);
+            } else {
+                refused.push(r);
+            }
+        }
+        if refused.is_empty() {
+            self.phase = Phase::Done;
+            return Ok(None);
+        }
+        let retry = match on_refusal {
+            OnRefusal::Rerun { after: (lo, hi) } => Some(w.rng.range(lo, hi)),
+            OnRefusal::RetryEvery(interval) => Some(interval),
+            OnRefusal::RollBackAndRetry(n)
+                if attempt < n && !w.read(|s| s.namespace_terminating) =>
+            {
+                self.rollback(w, user)?;
+                self.phase = Phase::Reapply(attempt + 1);
+                w.m.retries += 1;
+                return Ok(Some(w.rng.range(60, 300)));
+            }
+            OnRefusal::SkipOwned { retries } if attempt < retries => Some(5 << attempt),
+            _ => None,
+        };
+        if retry.is_some() {
+            w.m.retries += 1;
+            self.phase = Phase::Delete(attempt + 1);
+            return Ok(retry);
+        }
+        let why = format!("{} gave up the delete", self.tool.label());
+        for r in refused {
+            self.retired.remove(&r);
+            w.leak(&r, &why);
+        }
+        self.phase = Phase::Done;
+        Ok(None)
+    }
+
+    /// The remediation between attempts: Helm rolls back to the previous revision (its templates
+    /// recreated, the owners pointed back at them: a second re-provisioning wave) and deletes the
+    /// failed revision's new templates; a refusal there fails the rollback, which is logged.
+    fn rollback(&mut self, w: &mut World, user: &str) -> Result<()> {
+        let Some((before, after, _)) = self.revisions.clone() else {
+            return Ok(());
+        };
+        install(w, &before);
+        w.ev(|| "helm-controller: upgrade failed, release rolled back".to_string());
+        let new = after
+            .iter()
+            .filter(|o| o.kind.is_template() && !before.iter().any(|b| b.key() == o.key()));
+        for o in new {
+            w.delete(o.kind, &o.name, user)?;
+        }
+        Ok(())
+    }
+
+    /// Retires the template `old` and replaces it with a new one of its kind, when the upgrade
+    /// `changes` it.
+    fn renew(&mut self, w: &mut World, changes: bool, old: &mut Ref, prefix: &str) {
+        if changes {
+            self.retired.insert(old.clone());
+            *old = w.new_template(old.kind, prefix, false);
+        }
+    }
+
+    /// Renders the new templates, points the MachineDeployments and the control plane (or the
+    /// ClusterClass) at them, and retires the old ones.
+    fn apply_upgrade(&mut self, w: &mut World) {
+        let sc = w.sc.clone();
+        if w.topology() {
+            let Some(Spec::ClusterClass {
+                mut cp_infra,
+                mut workers,
+            }) = w.spec(Kind::ClusterClass, CLASS)
+            else {
+                return;
+            };
+            self.renew(w, sc.upgrade_cp, &mut cp_infra, "cc-cp");
+            for wk in workers.iter_mut() {
+                self.renew(w, sc.upgrade_workers, &mut wk.infra, "cc-workers");
+                self.renew(w, sc.upgrade_bootstrap, &mut wk.bootstrap, "cc-bootstrap");
+            }
+            w.write(|s| {
+                if let Some(spec) = s.spec_mut(Kind::ClusterClass, CLASS) {
+                    *spec = Spec::ClusterClass { cp_infra, workers };
+                }
+            });
+            w.ev(|| "helm: ClusterClass points at new templates".to_string());
+            return;
+        }
+        if let Some(mut infra) = w.cp_infra(false).filter(|_| sc.upgrade_cp) {
+            self.renew(w, true, &mut infra, CP);
+            w.point_control_plane(&infra);
+        }
+        for md in w.read(|s| s.names(Kind::MachineDeployment)) {
+            let Some(Spec::MachineDeployment(mut spec)) = w.spec(Kind::MachineDeployment, &md)
+            else {
+                continue;
+            };
+            self.renew(w, sc.upgrade_workers, &mut spec.infra, &md);
+            let prefix = format!("{md}-bootstrap");
+            self.renew(w, sc.upgrade_bootstrap, &mut spec.bootstrap, &prefix);
+            w.point_machine_deployment(&md, spec.infra, spec.bootstrap);
+        }
+        let label = self.tool.label();
+        let retired: Vec<String> = self.retired.iter().map(Ref::to_string).collect();
+        w.ev(|| format!("{label}: upgrade applied, retired {retired:?}"));
+    }
+}
+
+/// The release's objects: the owners the upgrade points at templates, and the templates.
+fn release_objects(w: &World) -> Vec<Obj> {
+    w.read(|s| {
+        s.objects
+            .values()
+            .filter(|o| match o.spec {
+                Spec::Template { .. } => o.labels.contains_key(CLEANUP_LABEL),
+                Spec::MachineDeployment(_) | Spec::ControlPlane(_) | Spec::ClusterClass { .. } => {
+                    true
+                }
+                _ => false,
+            })
+            .cloned()
+            .collect()
+    })
+}
+
+/// Applies a revision: its templates created where missing, its owners pointed back at them.
+fn install(w: &World, revision: &[Obj]) {
+    let now = w.now;
+    w.write(|s| {
+        for o in revision {
+            match s.get_mut(o.kind, &o.name) {
+                Some(live) if !o.kind.is_template() => live.spec = o.spec.clone(),
+                None if o.kind.is_template() => {
+                    s.create(o.clone(), now);
+                }
+                _ => {}
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sim::testing::*;
+
+    #[test]
+    fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
+        let lost: u64 = seeds(Deployer::Helm3, Lifecycle::None)
+            .map(|s| run(s, false).0.lost)
+            .sum();
+        assert!(lost > 0);
+    }
+
+    #[test]
+    fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
+        for seed in seeds(Deployer::Argo, Lifecycle::None) {
+            let (metrics, trace) = run(seed, false);
+            assert_eq!(metrics.lost, 0, "seed {seed}");
+            assert!(!trace
+                .iter()
+                .any(|l| l.contains("argocd-application-controller: DELETE")));
+        }
+    }
+}

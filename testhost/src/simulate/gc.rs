@@ -1,0 +1,43 @@
+//! Kubernetes' garbage collector: deletes what an owner that is gone left behind (dependents of
+//! a deleted Cluster or controller owner), retrying refused deletes with backoff
+//! (pkg/controller/garbagecollector: a failed attempt is requeued rate-limited).
+
+use anyhow::Result;
+
+use super::objects::*;
+use super::world::{Actor, Backoff, World};
+
+#[derive(Debug, Default)]
+pub struct GarbageCollector(Backoff);
+
+impl Actor for GarbageCollector {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let orphans: Vec<(Kind, String)> = w.read(|s| {
+            let cluster_gone = s.get(Kind::Cluster, CLUSTER).is_none();
+            s.objects
+                .values()
+                .filter(|o| o.deleting.is_none())
+                .filter(|o| {
+                    (cluster_gone && o.owner_cluster.is_some())
+                        || o.controller
+                            .as_ref()
+                            .is_some_and(|(k, n)| s.get(*k, n).is_none())
+                })
+                .map(Obj::key)
+                .collect()
+        });
+        let mut did = false;
+        for (kind, name) in orphans {
+            if !self.0.due(w.now, kind, &name) {
+                continue;
+            }
+            let user = "system:serviceaccount:kube-system:generic-garbage-collector";
+            if w.delete(kind, &name, user)? {
+                did = true;
+            } else {
+                self.0.retry_later(w, (kind, &name), 5, 1000);
+            }
+        }
+        Ok(Some(w.requeue(did)))
+    }
+}
