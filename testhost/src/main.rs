@@ -10,6 +10,7 @@ mod host;
 mod kube;
 mod session;
 mod simulate;
+mod webhook;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
     Simulate(simulate::SimulateArgs),
+    /// Serve the policy as a validating webhook whose lookups go to an API server (clean-up e2e)
+    Webhook(webhook::WebhookArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         }
         Command::Bench(args) => bench::bench(args),
         Command::Simulate(args) => simulate::run(args, verbose),
+        Command::Webhook(args) => webhook::serve(args, verbose),
     };
     result.unwrap_or_else(|e| {
         // as a Rust `main` returning `anyhow::Result` prints it (kwctl's way), causes on one line
