@@ -122,12 +122,10 @@ fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
         serde_json::json!({ "name": "kubewarden" }),
         "{what} provider must be kubewarden"
     );
-    assert_eq!(
-        pkg["recommendations"],
-        serde_json::json!([{
-            "url": "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller"
-        }]),
-        "{what} recommendations must be the kubewarden-controller chart"
+    // Checked by the_recommended_chart_is_the_admission_controller.
+    assert!(
+        pkg.get("recommendations").is_some(),
+        "{what} has no recommendations"
     );
 
     // No author annotation: kwctl scaffold writes no maintainers.
@@ -314,6 +312,18 @@ fn check_install_text(install: &str, oci: &str) {
             );
         }
     }
+    if install.contains("kwctl scaffold manifest") {
+        // kwctl copies rules, mutating and contextAwareResources from the metadata and sets no
+        // failurePolicy or timeouts (crates/kwctl/src/scaffold/manifest.rs and
+        // kubewarden_crds.rs, Kubewarden 1.36): one combined policy, failing closed on CREATE too.
+        for needle in ["one policy", "failurePolicy: Fail", "split"] {
+            assert!(
+                install.contains(needle),
+                "{what} offers a single-policy install but does not say what it gives and how to \
+                 split it (missing `{needle}`)"
+            );
+        }
+    }
     let minimum = minimum_kubewarden(&read("README.md"));
     assert!(
         install.contains(&format!("Kubewarden {minimum} or newer")),
@@ -352,6 +362,15 @@ fn the_install_check_refuses_a_scaffold_without_context_aware_resources() {
          kubectl wait --for=condition=PolicyUniquelyReachable x\n"
     );
     check_install_text(&good, &oci);
+    let silent = format!(
+        "{good}kwctl scaffold manifest --allow-context-aware -t ClusterAdmissionPolicy registry://{oci}\n"
+    );
+    let refused = std::panic::catch_unwind(|| check_install_text(&silent, &oci));
+    assert!(
+        refused.is_err(),
+        "a scaffold that does not say it builds one combined policy must be refused"
+    );
+    let good = format!("{good}one policy, failurePolicy: Fail; split it\n");
     let bad = format!("{good}kwctl scaffold manifest -t ClusterAdmissionPolicy registry://{oci}\n");
     let refused = std::panic::catch_unwind(|| check_install_text(&bad, &oci));
     assert!(
@@ -415,5 +434,17 @@ fn the_contact_is_the_issue_tracker_and_no_placeholder_mailbox() {
     assert_eq!(
         addresses("author: A <a@users.noreply.github.com>\n# owner: b@example.org\nemail: c@d.io"),
         vec!["a@users.noreply.github.com", "c@d.io"]
+    );
+}
+
+/// Kubewarden 1.37 installs from one `admission-controller` chart; the kubewarden-controller
+/// chart Artifact Hub recommended before is deprecated.
+#[test]
+fn the_recommended_chart_is_the_admission_controller() {
+    let pkg = yaml_file("artifacthub-pkg.yml");
+    assert_eq!(
+        pkg["recommendations"],
+        serde_json::json!([{ "url": "https://artifacthub.io/packages/helm/kubewarden/admission-controller" }]),
+        "artifacthub-pkg.yml recommendations must name the admission-controller chart only"
     );
 }

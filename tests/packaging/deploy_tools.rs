@@ -260,10 +260,10 @@ fn kustomize_target_semantics(#[case] target: Value, #[case] kind: &str, #[case]
     assert_eq!(selects(&target, &object), selected, "{target} on {kind}");
 }
 
-/// Helm 3 runs the script as its post-renderer, Helm 4 through a postrenderer/v1 plugin whose
-/// plugin.yaml is in docs/deploy-tools.md; both pipe the manifests through it.
+/// Helm 3 runs the script as its post-renderer; for Helm 4 the script writes a postrenderer/v1
+/// plugin that runs it, with the Component beside it.
 #[test]
-fn the_helm_post_renderer_is_executable_and_its_helm4_plugin_runs_it() {
+fn the_helm_post_renderer_is_executable_and_writes_its_helm4_plugin() {
     use std::os::unix::fs::PermissionsExt;
     let mode = fs::metadata(root().join(POST_RENDERER))
         .expect("the script")
@@ -273,13 +273,30 @@ fn the_helm_post_renderer_is_executable_and_its_helm4_plugin_runs_it() {
         mode & 0o111 != 0,
         "{POST_RENDERER} must be executable (git mode 100755)"
     );
-    let docs = read("docs/deploy-tools.md");
-    let block = docs
-        .split("```yaml\n# plugin.yaml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("docs/deploy-tools.md shows the Helm 4 plugin.yaml in a ```yaml block starting `# plugin.yaml`");
-    let plugin = yaml_str("the Helm 4 plugin.yaml", block);
+    let dir = std::env::temp_dir().join(format!("capi-template-keep-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let output = std::process::Command::new(root().join(POST_RENDERER))
+        .arg("--helm4-plugin")
+        .arg(&dir)
+        .output()
+        .expect("the script runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let descriptor = fs::read_to_string(dir.join("plugin.yaml")).expect("the plugin descriptor");
+    let copied = |name: &str| {
+        fs::read(dir.join(name)).ok()
+            == fs::read(root().join("examples/deploy-tools").join(name)).ok()
+    };
+    let complete = copied("helm-post-renderer.sh") && copied("kustomization.yaml");
+    let _ = fs::remove_dir_all(&dir);
+    assert!(
+        complete,
+        "the plugin directory must hold the script and the Component"
+    );
+    let plugin = yaml_str("the Helm 4 plugin descriptor", &descriptor);
     assert_eq!(plugin["apiVersion"], "v1");
     assert_eq!(
         plugin["type"], "postrenderer/v1",

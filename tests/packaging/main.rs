@@ -13,12 +13,15 @@
 //! - The clean-up script deletes nothing unless the guard can refuse, counts only a 409 as kept,
 //!   and fails the Job on any other failure (run against a fake kubectl).
 //! - The release workflow pushes to the OCI repository named in metadata.yml.
+//! - The deploy-tool snippets keep and label the templates and nothing else (deploy_tools.rs),
+//!   and the alerts read only metrics, labels and names that exist (alerts.rs).
 //! - The contact is the issue tracker; no placeholder mailbox is named.
 //! - The README stays short.
 //!
 //! Run with `cargo test --test packaging`. This file holds what the checks share (reading
 //! files, metadata.yml, rules and resources); each concern is a module beside it.
 
+mod alerts;
 mod artifacthub;
 mod cleanup;
 mod deploy_tools;

@@ -206,3 +206,66 @@ fn the_two_commands_are_in_contributing_and_pointed_to_by_the_readme() {
         assert!(readme.contains(needle), "README.md lacks `{needle}`");
     }
 }
+
+/// The smoke test works for any provider and shows what kubectl really prints; the README says
+/// what a single-policy install gives; the maturity statement comes first.
+#[test]
+fn the_readme_tells_the_truth_about_the_first_run() {
+    let readme = read("README.md");
+    let webhook = "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request";
+    for needle in [
+        "infrastructureRef.kind",
+        "Error from server: ",
+        webhook,
+        "metadata.annotations.capi-template-guard",
+        "kwctl scaffold manifest",
+        "`failurePolicy: Fail`",
+        "split",
+        "`--rollback-on-failure`",
+    ] {
+        assert!(readme.contains(needle), "README.md lacks `{needle}`");
+    }
+    let maturity = readme
+        .find("Maturity")
+        .expect("README.md states its maturity");
+    let why = readme.find("\n## Why").expect("README.md has `## Why`");
+    assert!(
+        maturity < why,
+        "the maturity statement comes before `## Why`"
+    );
+    let requirements = readme
+        .split("\n## Requirements\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has `## Requirements`");
+    assert!(
+        !requirements.contains("older clusters"),
+        "Requirements name one Kubernetes minimum, not a way around it"
+    );
+}
+
+/// Missing RBAC hangs the webhook; it is never promised as a 500 (the host waits for a first
+/// successful list with no timeout: policy-evaluator callback_handler/kubernetes/reflector.rs).
+#[rstest::rstest]
+#[case::readme("README.md")]
+#[case::operations("docs/operations.md")]
+#[case::rbac_comments("examples/rbac.yaml")]
+fn missing_rbac_is_a_timeout_not_a_500(#[case] file: &str) {
+    let text = read(file);
+    for line in text.lines() {
+        let lower = line.to_lowercase();
+        let about_rbac =
+            lower.contains("rbac") || lower.contains("forbidden") || lower.contains("without it");
+        let promises_500 = lower.contains("(500)")
+            || lower.contains("refused with code 500")
+            || lower.contains("in a 500");
+        assert!(
+            !(about_rbac && promises_500),
+            "{file}: a line promises a 500 for missing RBAC, which hangs until the webhook times out: {line}"
+        );
+    }
+    assert!(
+        text.contains("timeout") || text.contains("times out") || text.contains("timed out"),
+        "{file} must say that missing RBAC ends in a webhook timeout"
+    );
+}
