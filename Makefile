@@ -102,10 +102,18 @@ e2e-tests: policy.wasm $(TESTHOST)
 		echo "kwctl is not on PATH: e2e.bats ran through the test host only."; \
 	fi
 
+# The clean-up end to end, with no cluster: template-cleanup against ../shared/tools/fakeapi, whose
+# template DELETEs the compiled policy judges through `testhost webhook` (collector/tests/e2e.sh;
+# needs python3 with PyYAML, curl and jq). Prints TAP lines.
+.PHONY: cleanup-e2e
+cleanup-e2e: policy.wasm $(TESTHOST)
+	cargo build -p template-cleanup --locked
+	collector/tests/e2e.sh
+
 # Everything: formatting, lints, unit tests (policy and test host), the bounded fuzz run, the wasm
-# build, e2e.bats.
+# build, e2e.bats, the clean-up end to end.
 .PHONY: test
-test: fmt lint unit-tests fuzz e2e-tests
+test: fmt lint unit-tests fuzz e2e-tests cleanup-e2e
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.
