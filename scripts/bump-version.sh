@@ -2,11 +2,13 @@
 # Sets the policy's version everywhere it is written, in one step:
 #
 #   Cargo.toml            [package] version
-#   Cargo.lock            the capi-template-guard entry (CI builds with --locked)
+#   Cargo.lock            the capi-template-guard and template-cleanup entries (CI builds with --locked)
+#   collector/Cargo.toml  [package] version of template-cleanup (its --version)
 #   metadata.yml          io.kubewarden.policy.version (checked against the tag by the release)
 #   artifacthub-pkg.yml   version, createdAt, the image tag, the release download link, install notes
 #   README.md, CONTRIBUTING.md, docs/*.md, examples/ (subdirectories too)
-#                         every <ociUrl>:vX.Y.Z, releases/download/vX.Y.Z, tag-pinned raw file
+#                         every <ociUrl>:vX.Y.Z, the clean-up image's tag (<owner's ghcr.io
+#                         path>/template-cleanup:vX.Y.Z), releases/download/vX.Y.Z, tag-pinned raw file
 #                         URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/), docs link
 #                         (<source>/blob/vX.Y.Z/) and kustomize
 #                         remote target (<source>//examples?ref=vX.Y.Z)
@@ -60,7 +62,7 @@ fi
 cd "$root"
 
 # The files the version lives in, relative to the root.
-files=(Cargo.toml Cargo.lock metadata.yml artifacthub-pkg.yml README.md)
+files=(Cargo.toml Cargo.lock collector/Cargo.toml metadata.yml artifacthub-pkg.yml README.md)
 # Documentation and every manifest under examples/, sorted so the dry run's diff is stable.
 while IFS= read -r file; do
   files+=("$file")
@@ -104,6 +106,8 @@ source_url="$(annotation 'io\.kubewarden\.policy\.source')"
 }
 regex_escape() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
 oci_re="$(regex_escape "$oci_url")"
+# The clean-up image is pushed beside the policy: ghcr.io/OWNER/template-cleanup (release.yml).
+image_re="$(regex_escape "${oci_url%%/policies/*}/template-cleanup")"
 download_re="$(regex_escape "$source_url/releases/download/")"
 # Example files by URL, so that a reader of Artifact Hub needs no clone.
 raw_re="$(regex_escape "${source_url/https:\/\/github.com\//https://raw.githubusercontent.com/}/")"
@@ -130,10 +134,15 @@ rewrite Cargo.toml awk -v v="$version" '
   table == "[package]" && !done && /^version *= *"/ { sub(/"[^"]*"/, "\"" v "\""); done = 1 }
   { print }'
 
-# Cargo.lock: the version line that follows name = "capi-template-guard".
+rewrite collector/Cargo.toml awk -v v="$version" '
+  /^\[/ { table = $0 }
+  table == "[package]" && !done && /^version *= *"/ { sub(/"[^"]*"/, "\"" v "\""); done = 1 }
+  { print }'
+
+# Cargo.lock: the version lines that follow name = "capi-template-guard" and "template-cleanup".
 rewrite Cargo.lock awk -v v="$version" '
   /^\[\[package\]\]/ { ours = 0 }
-  /^name = "capi-template-guard"$/ { ours = 1 }
+  /^name = "(capi-template-guard|template-cleanup)"$/ { ours = 1 }
   ours && /^version = "/ { sub(/"[^"]*"/, "\"" v "\""); ours = 0 }
   { print }'
 
@@ -149,9 +158,10 @@ fi
 
 # Every tagged reference to the published module and every release download link.
 for file in "${files[@]}"; do
-  case "$file" in Cargo.toml | Cargo.lock) continue ;; esac
+  case "$file" in Cargo.toml | Cargo.lock | collector/Cargo.toml) continue ;; esac
   rewrite "$file" sed -E \
     -e "s/(${oci_re}):v${semver}/\1:v${version}/g" \
+    -e "s/(${image_re}):v${semver}/\1:v${version}/g" \
     -e "s/(${download_re})v${semver}/\1v${version}/g" \
     -e "s/(${raw_re})v${semver}\//\1v${version}\//g" \
     -e "s/(${blob_re})v${semver}\//\1v${version}\//g" \

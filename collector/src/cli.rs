@@ -123,4 +123,32 @@ mod tests {
             (true, Output::Json, 600)
         );
     }
+
+    /// The CronJob of examples/cleanup passes only flags this command line defines, with values
+    /// it accepts.
+    #[test]
+    fn the_cronjob_examples_arguments_parse() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/cleanup/component/cleanup.yaml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let cronjob = yaml_serde::Deserializer::from_str(&text)
+            .map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d).unwrap())
+            .find(|d| d["kind"] == "CronJob")
+            .unwrap();
+        let args: Vec<String> = serde_json::from_value(
+            cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+                .clone(),
+        )
+        .unwrap();
+        assert!(!args.is_empty());
+        let parsed =
+            Args::try_parse_from(std::iter::once("template-cleanup".to_string()).chain(args));
+        let parsed = parsed.unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(
+            parsed.all_namespaces && !parsed.dry_run,
+            "the example collects cluster-wide, for real"
+        );
+    }
 }

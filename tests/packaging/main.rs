@@ -10,8 +10,8 @@
 //!   contextAwareResources.
 //! - examples/kustomization.yaml installs RBAC and both policies; the optional PolicyServer
 //!   component runs them on a server of their own.
-//! - The clean-up script deletes nothing unless the guard can refuse, counts only a 409 as kept,
-//!   and fails the Job on any other failure (run against a fake kubectl).
+//! - The clean-up job (examples/cleanup/) may delete exactly the kinds the guard guards, runs the
+//!   image the release builds for amd64 and arm64 and signs, locked down.
 //! - The release workflow pushes to the OCI repository named in metadata.yml.
 //! - The deploy-tool snippets keep and label the templates and nothing else (deploy_tools.rs),
 //!   and the alerts read only metrics, labels and names that exist (alerts.rs).

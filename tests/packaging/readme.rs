@@ -173,7 +173,7 @@ fn the_readme_installs_in_the_order_that_works() {
         "--dry-run=server",
         "(409)",
         "(500)",
-        "template-cleanup-cronjob.yaml",
+        "examples/cleanup",
     ];
     if let Some(step) = out_of_order(install, &steps) {
         panic!("README.md ## Install: `{step}` is missing or out of order; the order is {steps:?}");

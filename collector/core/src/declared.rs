@@ -48,7 +48,7 @@ fn name_of(object: &Value) -> String {
 }
 
 /// A Flux Kustomization's `status.inventory.entries[].id`: `<namespace>_<name>_<group>_<Kind>`
-/// (kustomize-controller `api/v1/inventory_types.go`, `ResourceRef.ID`, v1.6; the format is
+/// (kustomize-controller `api/v1/inventory_types.go`, `ResourceRef.ID`; the format is
 /// fluxcd/cli-utils `pkg/object/objmetadata.go`, `ObjMetadata.String`, where a `:` in a name is
 /// written `__`). A Kustomization with no inventory yet declares nothing.
 pub fn flux_kustomization(object: &Value) -> Result<Vec<ObjectRef>, String> {
@@ -88,7 +88,9 @@ pub fn flux_kustomization(object: &Value) -> Result<Vec<ObjectRef>, String> {
 }
 
 /// An Argo CD Application's `status.resources[]`: `group`, `version`, `kind`, `namespace`,
-/// `name` (argo-cd `pkg/apis/application/v1alpha1/types.go`, `ResourceStatus`, v3.1).
+/// `name` (argo-cd `pkg/apis/application/v1alpha1/types.go`, `ResourceStatus`). An entry with
+/// `requiresPruning: true` is "no longer in Git" (the field's doc there): Argo CD lists it while
+/// it exists, but no longer declares it.
 pub fn argo_application(object: &Value) -> Result<Vec<ObjectRef>, String> {
     let what = format!("Argo CD Application {}", name_of(object));
     let Some(resources) = object.pointer("/status/resources") else {
@@ -99,6 +101,7 @@ pub fn argo_application(object: &Value) -> Result<Vec<ObjectRef>, String> {
         .ok_or_else(|| format!("{what}: status.resources is not a list."))?;
     resources
         .iter()
+        .filter(|r| r.get("requiresPruning") != Some(&Value::Bool(true)))
         .map(|r| {
             let field = |key: &str| r.get(key).and_then(Value::as_str).unwrap_or("").to_string();
             let (kind, name) = (field("kind"), field("name"));

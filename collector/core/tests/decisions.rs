@@ -100,17 +100,27 @@ fn pre_flight(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
     }
 }
 
-#[test]
-fn match_conditions_are_named_in_a_warning() {
+#[rstest]
+#[case::on_the_requester("request.userInfo.username != 'system:serviceaccount:x:y'", true)]
+#[case::break_glass_annotation("!has(oldObject.metadata.annotations)", false)]
+fn match_conditions_on_the_requester_are_named_in_a_warning(
+    #[case] expression: &str,
+    #[case] warned: bool,
+) {
     let policy = with(
         good_policy(),
         "/spec/matchConditions",
-        json!([{"name": "not-sylva-gc", "expression": "true"}]),
+        json!([{"name": "cond", "expression": expression}]),
     );
     let guard = check_policy("g", Some(&policy)).unwrap();
-    assert_eq!(guard.warnings.len(), 1);
+    assert_eq!(
+        guard.warnings.len(),
+        usize::from(warned),
+        "{:?}",
+        guard.warnings
+    );
     assert!(
-        guard.warnings[0].contains("not-sylva-gc"),
+        guard.warnings.iter().all(|w| w.contains("(cond)")),
         "{:?}",
         guard.warnings
     );
@@ -265,7 +275,7 @@ fn candidates(
 
 // --- deploy tools' desired state
 
-/// A Flux Kustomization as kustomize-controller v1.6 writes its status.
+/// A Flux Kustomization's status as kustomize-controller (api/v1) writes it.
 #[test]
 fn flux_inventory_entries_name_namespace_name_group_and_kind() {
     let k: Value = yaml_serde::from_str(
@@ -316,7 +326,8 @@ status:
     );
 }
 
-/// An Argo CD Application as argo-cd v3.1 writes its status.
+/// An Argo CD Application's status as argo-cd writes it; a retired template (no longer in Git)
+/// is listed with requiresPruning until it is gone, and is not declared.
 #[test]
 fn argo_status_resources_name_group_kind_namespace_and_name() {
     let app = json!({
@@ -325,6 +336,7 @@ fn argo_status_resources_name_group_kind_namespace_and_name() {
         "status": {"resources": [
             {"group": INFRA, "version": "v1beta1", "kind": "Metal3MachineTemplate", "namespace": "edge", "name": "site-a-md-v2", "status": "Synced", "health": {"status": "Healthy"}},
             {"version": "v1", "kind": "Namespace", "name": "edge", "status": "Synced"},
+            {"group": INFRA, "version": "v1beta1", "kind": "Metal3MachineTemplate", "namespace": "edge", "name": "site-a-md-v1", "status": "OutOfSync", "requiresPruning": true},
         ]},
     });
     assert_eq!(
