@@ -18,7 +18,52 @@ WASM_FEATURES := --enable-bulk-memory --enable-bulk-memory-opt --enable-sign-ext
 # The size budget tests/size.rs enforces on policy.wasm.
 SIZE_BUDGET := 307200
 
-policy.wasm: $(SOURCE_FILES) $(WASM_OPT)
+# Set-up, done by the targets that need it, so that `make evaluate` and `make test` work on a
+# fresh machine with only rustup and Node: the Rust target and components through rustup, and
+# every other tool pinned under target/tools/ (bats from npm, jaq from crates.io as the `jq` that
+# e2e.bats and the scripts call, PyYAML from PyPI for the clean-up end to end's fakeapi), on PATH
+# through target/tools/bin. Needed beforehand: rustup, Node with npm, python3 with pip, curl.
+TOOLS_BIN := $(CURDIR)/target/tools/bin
+BATS_VERSION := 1.13.0
+BATS_DIR := target/tools/bats-$(BATS_VERSION)
+JAQ_VERSION := 3.1.2
+JAQ_DIR := target/tools/jaq-$(JAQ_VERSION)
+PYYAML_VERSION := 6.0.3
+PYYAML_DIR := target/tools/pyyaml-$(PYYAML_VERSION)
+export PATH := $(TOOLS_BIN):$(PATH)
+
+.PHONY: setup rust-wasm-target rust-components
+setup: rust-wasm-target rust-components $(WASM_OPT) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq \
+	$(PYYAML_DIR)/yaml/__init__.py
+
+rust-wasm-target:
+	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+
+rust-components:
+	@installed="$$(rustup component list --installed)"; \
+	for c in rustfmt clippy; do \
+		grep -q "^$$c" <<<"$$installed" || rustup component add "$$c"; \
+	done
+
+$(BATS_DIR)/node_modules/bats/bin/bats:
+	npm install --prefix $(BATS_DIR) --no-audit --no-fund --loglevel=error bats@$(BATS_VERSION)
+
+$(TOOLS_BIN)/bats: $(BATS_DIR)/node_modules/bats/bin/bats
+	mkdir -p $(TOOLS_BIN) && ln -sfn ../bats-$(BATS_VERSION)/node_modules/bats/bin/bats $@
+	$@ --version
+
+$(JAQ_DIR)/bin/jaq:
+	cargo install --locked --quiet --root $(JAQ_DIR) jaq@$(JAQ_VERSION)
+
+$(TOOLS_BIN)/jq: $(JAQ_DIR)/bin/jaq
+	mkdir -p $(TOOLS_BIN) && ln -sfn ../jaq-$(JAQ_VERSION)/bin/jaq $@
+	$@ --version
+
+$(PYYAML_DIR)/yaml/__init__.py:
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+		--target $(PYYAML_DIR) PyYAML==$(PYYAML_VERSION)
+
+policy.wasm: $(SOURCE_FILES) $(WASM_OPT) | rust-wasm-target
 	cargo build --target=wasm32-wasip1 --release --locked -p capi-template-guard
 	$(WASM_OPT) -Oz $(WASM_FEATURES) target/wasm32-wasip1/release/capi_template_guard.wasm -o policy.wasm
 	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes (budget $(SIZE_BUDGET))"
@@ -49,11 +94,11 @@ $(TESTHOST): $(TESTHOST_FILES) Cargo.lock
 	cargo build --profile testhost --locked -p testhost
 
 .PHONY: fmt
-fmt:
+fmt: rust-components
 	cargo fmt --all -- --check
 
 .PHONY: lint
-lint:
+lint: rust-components
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # tests/size.rs checks the size of policy.wasm. The fuzz run is the `fuzz` target.
@@ -70,7 +115,7 @@ fuzz:
 
 # Evaluates the policy on every sample request in test_data/ and prints each verdict.
 .PHONY: evaluate
-evaluate: policy.wasm $(TESTHOST)
+evaluate: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	scripts/evaluate.sh
 
 # Times the policy on namespaces of 1,000, 10,000 and 50,000 Metal3Machines built from the
@@ -92,7 +137,7 @@ simulate: policy.wasm $(TESTHOST)
 # e2e.bats through the test host; again through kwctl when it is on PATH. First the hostile
 # corpus (300 requests, sessions and native verdicts) that e2e.bats runs through the module.
 .PHONY: e2e-tests
-e2e-tests: policy.wasm $(TESTHOST)
+e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq
 	HOSTILE_CORPUS=$(CURDIR)/target/hostile cargo test -p capi-template-guard --lib --locked -q fuzz::write_hostile_corpus
 	$(TESTHOST) protocol-version policy.wasm
 	KWCTL=$(TESTHOST) POLICY=policy.wasm bats e2e.bats
@@ -106,7 +151,8 @@ e2e-tests: policy.wasm $(TESTHOST)
 # template DELETEs the compiled policy judges through `testhost webhook` (collector/tests/e2e.sh;
 # needs python3 with PyYAML, curl and jq). Prints TAP lines.
 .PHONY: cleanup-e2e
-cleanup-e2e: policy.wasm $(TESTHOST)
+cleanup-e2e: export PYTHONPATH := $(CURDIR)/$(PYYAML_DIR)
+cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq $(PYYAML_DIR)/yaml/__init__.py
 	cargo build -p template-cleanup --locked
 	collector/tests/e2e.sh
 

@@ -269,3 +269,78 @@ fn missing_rbac_is_a_timeout_not_a_500(#[case] file: &str) {
         "{file} must say that missing RBAC ends in a webhook timeout"
     );
 }
+
+/// The prerequisites of a rule of the Makefile, as written (variables unexpanded); `|` kept.
+fn make_prerequisites(makefile: &str, target: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = makefile.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix(&format!("{target}:")) else {
+            continue;
+        };
+        if rest.trim_start().starts_with("export ") || rest.starts_with('=') {
+            continue;
+        }
+        let mut text = rest.to_string();
+        while text.ends_with('\\') {
+            text.pop();
+            text.push(' ');
+            text.push_str(lines.next().unwrap_or(""));
+        }
+        out.extend(text.split_whitespace().map(str::to_string));
+    }
+    out
+}
+
+/// On a fresh machine the two commands set up what they need (the Rust target and components,
+/// bats and jq pinned under target/tools/), and CI relies on that rather than installing them.
+#[rstest::rstest]
+#[case::evaluate_builds_with_the_wasm_target("policy.wasm", "rust-wasm-target")]
+#[case::evaluate_has_jq("evaluate", "$(TOOLS_BIN)/jq")]
+#[case::fmt_has_rustfmt("fmt", "rust-components")]
+#[case::lint_has_clippy("lint", "rust-components")]
+#[case::e2e_has_bats("e2e-tests", "$(TOOLS_BIN)/bats")]
+#[case::e2e_has_jq("e2e-tests", "$(TOOLS_BIN)/jq")]
+fn the_two_commands_set_themselves_up(#[case] target: &str, #[case] prerequisite: &str) {
+    let makefile = read("Makefile");
+    let prerequisites = make_prerequisites(&makefile, target);
+    assert!(
+        prerequisites.iter().any(|p| p == prerequisite),
+        "Makefile: `{target}` must depend on `{prerequisite}` (found {prerequisites:?})"
+    );
+    assert!(
+        makefile.contains("export PATH := $(TOOLS_BIN):$(PATH)"),
+        "Makefile: the pinned tools must be on PATH for every recipe"
+    );
+}
+
+#[test]
+fn ci_relies_on_the_makefile_for_the_set_up() {
+    let ci = read(".ci/run");
+    let commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    for line in &commands {
+        assert!(
+            !line.starts_with("rustup "),
+            ".ci/run runs rustup itself: {line}"
+        );
+        let installs = line.contains("apt-get install");
+        for tool in [" bats", " jq", " binaryen"] {
+            assert!(
+                !(installs && line.contains(tool)),
+                ".ci/run installs{tool} itself instead of the Makefile: {line}"
+            );
+        }
+    }
+    assert!(
+        commands.contains(&"make setup"),
+        ".ci/run must run `make setup`"
+    );
+    assert_eq!(
+        make_prerequisites("a: b \\\n c | d\n\tx\n", "a"),
+        ["b", "c", "|", "d"]
+    );
+}
