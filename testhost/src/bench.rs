@@ -39,30 +39,26 @@ pub struct BenchArgs {
 /// then 1.11 or later with CAPM3 up to 1.12, then with CAPM3 1.13 or later and RKE2 0.22 or
 /// later. Timings are taken on the second.
 const LINES: [Installed; 3] = [
-    Installed {
-        capi_v1beta2: false,
-        metal3_v1beta2: false,
-        rke2: None,
-    },
-    Installed {
-        capi_v1beta2: true,
-        metal3_v1beta2: false,
-        rke2: None,
-    },
-    Installed {
-        capi_v1beta2: true,
-        metal3_v1beta2: true,
-        rke2: Some(true),
-    },
+    line(false, false, None),
+    line(true, false, None),
+    line(true, true, Some(true)),
 ];
+
+const fn line(capi_v1beta2: bool, metal3_v1beta2: bool, rke2: Option<bool>) -> Installed {
+    Installed {
+        capi_v1beta2,
+        metal3_v1beta2,
+        rke2,
+    }
+}
 
 /// The template the DELETE asks for: owned by the last Cluster, named by its last MachineSet and
 /// cloned into that MachineSet's last Metal3Machine, so every referrer list is read to its end.
 const TARGET: &str = "target-m3mt";
 
 /// A namespace of `machines` Metal3Machines, as the simulation's controllers leave it: per 100
-/// machines a Cluster, its KubeadmControlPlane (3 machines), a MachineDeployment and ten
-/// MachineSets of ten machines, each MachineSet on its own revision of the worker template
+/// machines a Cluster, its KubeadmControlPlane (its machines left out), a MachineDeployment and
+/// ten MachineSets of ten machines, each MachineSet on its own revision of the worker template
 /// (nodeReuse), and one ClusterClass.
 fn namespace(machines: usize) -> Store {
     let mut s = Store::default();
@@ -95,10 +91,8 @@ fn namespace(machines: usize) -> Store {
     for c in 0..clusters {
         let cluster = format!("edge-{c}");
         let last = c + 1 == clusters;
-        s.create(
-            Obj::new(Kind::Cluster, &cluster, Spec::Cluster { paused: false }),
-            0,
-        );
+        let spec = Spec::Cluster { paused: false };
+        s.create(Obj::new(Kind::Cluster, &cluster, spec), 0);
         let boot = Ref::new(Kind::KubeadmConfigTemplate, format!("{cluster}-bootstrap"));
         let cp_infra = template(&mut s, &format!("{cluster}-cp"), &cluster);
         let cp = Spec::ControlPlane(CpSpec {
@@ -107,12 +101,7 @@ fn namespace(machines: usize) -> Store {
             max_surge: 1,
             legacy_ref: false,
         });
-        let cp_name = format!("{cluster}-cp");
-        s.create(Obj::new(Kind::KubeadmControlPlane, &cp_name, cp), 0);
-        for i in 0..3 {
-            let owner = (Kind::KubeadmControlPlane, cp_name.clone());
-            machine(&mut s, owner, &cp_infra, &cluster, i);
-        }
+        s.create(Obj::new(Kind::KubeadmControlPlane, &cp_infra.name, cp), 0);
         let md = format!("{cluster}-md");
         let mut left = machines.saturating_sub(c * 100).min(100);
         for r in 0..10 {
@@ -136,13 +125,8 @@ fn namespace(machines: usize) -> Store {
             ms.controller = Some((Kind::MachineDeployment, md.clone()));
             s.create(ms, 0);
             for i in 0..n {
-                machine(
-                    &mut s,
-                    (Kind::MachineSet, ms_name.clone()),
-                    &infra,
-                    &cluster,
-                    i,
-                );
+                let owner = (Kind::MachineSet, ms_name.clone());
+                machine(&mut s, owner, &infra, &cluster, i);
             }
         }
         // the MachineDeployment has moved on to a revision no MachineSet runs yet, so that the
@@ -282,11 +266,8 @@ struct Sample {
 
 /// Nearest-rank percentile of sorted values.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
     let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    sorted.get(rank.max(1) - 1).copied().unwrap_or(f64::NAN)
 }
 
 /// The validate payload of `operation` on `obj`, at the newest version `line` serves.
@@ -318,13 +299,11 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         let iterations = args
             .iterations
             .unwrap_or_else(|| (300_000 / machines.max(1)).clamp(10, 200));
-        let find = |kind, name: &str| {
-            let found = store.get(kind, name).cloned();
-            found.ok_or_else(|| anyhow!("the bench namespace has no {kind:?} {name}"))
-        };
-        let target = find(Kind::Metal3MachineTemplate, TARGET)?;
+        let missing = || anyhow!("the bench namespace lacks {TARGET} or Metal3Machines");
+        let target = store.get(Kind::Metal3MachineTemplate, TARGET);
+        let target = target.cloned().ok_or_else(missing)?;
         let last = store.of_kind(Kind::Metal3Machine).last().cloned();
-        let last = last.ok_or_else(|| anyhow!("the bench namespace has no Metal3Machine"))?;
+        let last = last.ok_or_else(missing)?;
         let mut new = last.clone();
         new.name = "bench-new".into();
         new.annotations
@@ -362,18 +341,8 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             kb(bytes),
             kb(whole),
             format!("{:.1}x", whole as f64 / bytes.max(1) as f64),
-            format!(
-                "{} ({}, {} calls)",
-                p50_p99(&create),
-                create.verdict,
-                create.traffic.calls
-            ),
-            format!(
-                "{} ({}, {} calls)",
-                p50_p99(&update),
-                update.verdict,
-                update.traffic.calls
-            ),
+            with_calls(&create),
+            with_calls(&update),
         ];
         row.extend(calls);
         table.push_record(row);
@@ -385,10 +354,8 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
 const HEADER: &str = "Metal3Machines | objects | DELETE p50 / p99 ms | masks ignored p50 / p99 ms | host calls | bytes with masks | without | cut | CREATE p50 / p99 ms | ignored UPDATE p50 / p99 ms | DELETE calls: CAPI 1.10 | CAPI >= 1.11, CAPM3 <= 1.12 | CAPM3 >= 1.13, RKE2 >= 0.22";
 
 fn kb(bytes: u64) -> String {
-    let mb = bytes as f64 / 1e6;
     match bytes {
-        10_000_000.. => format!("{mb:.0} MB"),
-        1_000_000.. => format!("{mb:.1} MB"),
+        1_000_000.. => format!("{:.1} MB", bytes as f64 / 1e6),
         _ => format!("{:.0} kB", bytes as f64 / 1e3),
     }
 }
@@ -397,6 +364,10 @@ fn kb(bytes: u64) -> String {
 fn ms(value: f64) -> String {
     let decimals = usize::from(value < 100.0) + usize::from(value < 1.0);
     format!("{value:.decimals$}")
+}
+
+fn with_calls(s: &Sample) -> String {
+    format!("{} ({}, {} calls)", p50_p99(s), s.verdict, s.traffic.calls)
 }
 
 fn p50_p99(sample: &Sample) -> String {
