@@ -68,6 +68,8 @@ struct Fake {
     policy: Answer,
     templates: Vec<Value>,
     flux: Option<Answer>,
+    /// The answer to the list of Helm's release Secrets in `edge` (`--helm-releases`).
+    helm: Answer,
     deletes: BTreeMap<&'static str, Answer>,
 }
 
@@ -102,6 +104,11 @@ impl Fake {
             )),
             ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations") => {
                 self.flux.clone().flatten()
+            }
+            ("GET", "/api/v1/namespaces/edge/secrets")
+                if query.contains("labelSelector=owner=helm") =>
+            {
+                self.helm.clone()
             }
             ("GET", M3MT_PATH) if query.contains("topology.cluster.x-k8s.io") => Some((
                 200,
@@ -143,6 +150,10 @@ impl Fake {
 
 /// Runs one pass against `fake`; returns the report and every request seen.
 async fn pass(fake: Fake, dry_run: bool) -> (Report, Vec<Seen>) {
+    pass_with(fake, dry_run, false).await
+}
+
+async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, Vec<Seen>) {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
@@ -182,7 +193,7 @@ async fn pass(fake: Fake, dry_run: bool) -> (Report, Vec<Seen>) {
         dry_run,
         min_age: 600,
         guard: "capi-template-guard".into(),
-        helm_releases: false,
+        helm_releases,
     };
     let report = run(&cluster, &options, NOW).await;
     let seen = seen.lock().unwrap().clone();
@@ -209,6 +220,7 @@ fn every_answer() -> Fake {
         policy: Some((200, policy())),
         templates: ["broken", "forbidden", "free", "gone", "in-use", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
         flux: None,
+        helm: status(500, "", "the mock lists no Secrets unless a test says so"),
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
@@ -358,4 +370,60 @@ async fn a_pass_that_cannot_be_safe_deletes_nothing_and_exits_2(
     assert!(text.ends_with("Nothing was deleted."), "{text}");
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
+}
+
+/// A Helm release Secret as the API shows it, for a release stored before Helm compressed
+/// releases (`decodeRelease` still reads those): base64 (the API's) of Helm's base64 of the JSON.
+fn helm_secret(manifest: &str) -> Value {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let release = json!({"name": "sites", "namespace": "edge", "version": 3, "info": {"status": "deployed"}, "manifest": manifest});
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+        "metadata": {"name": "sh.helm.release.v1.sites.v3", "namespace": "edge", "labels": {"owner": "helm", "status": "deployed"}},
+        "data": {"release": b64.encode(b64.encode(release.to_string()))}})
+}
+
+#[tokio::test]
+async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
+    let manifest = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
+    let fake = || {
+        let mut fake = every_answer();
+        fake.templates.retain(|t| t["metadata"]["name"] == "free");
+        fake.helm = Some((
+            200,
+            json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": [helm_secret(manifest)]}),
+        ));
+        fake
+    };
+    let (report, seen) = pass_with(fake(), false, true).await;
+    assert_eq!(
+        verdicts(&report),
+        [(
+            "free".into(),
+            "kept".into(),
+            "still declared by Helm release edge/sites (revision 3, deployed)".into()
+        )]
+    );
+    assert_eq!(
+        report.sources[2].read,
+        "1 releases read, 1 objects declared"
+    );
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+    // without --helm-releases no Secret is read, and the template is deleted
+    let (report, seen) = pass_with(fake(), false, false).await;
+    assert_eq!(verdicts(&report)[0].1, "deleted");
+    assert!(!seen.iter().any(|s| s.uri.contains("secrets")), "{seen:?}");
+    // an unreadable release stops the pass
+    let mut broken = fake();
+    broken.helm = Some((
+        200,
+        json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": [
+        {"type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.x.v1", "namespace": "edge"}, "data": {"release": "!!"}}]}),
+    ));
+    let (report, seen) = pass_with(broken, false, true).await;
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert!(report.error.unwrap_or_default().starts_with(
+        "Helm release Secret edge/sh.helm.release.v1.x.v1: data.release is not base64"
+    ));
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }
