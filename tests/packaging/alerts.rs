@@ -7,40 +7,30 @@ use rstest::rstest;
 
 const RULES: &str = "examples/prometheus-rule.yaml";
 
+/// The labels of the policy server's evaluation metrics: crates/policy-server/src/metrics.rs
+/// (Kubewarden 1.36; policy-server v1.31.0 src/metrics.rs), PolicyEvaluation's
+/// Into<Vec<KeyValue>>, for the counter of metrics/policy_evaluations_total.rs and the histogram
+/// of metrics/policy_evaluations_latency.rs alike.
+const EVALUATION_LABELS: &[&str] = &[
+    "policy_name",
+    "policy_mode",
+    "resource_kind",
+    "resource_namespace",
+    "resource_request_operation",
+    "accepted",
+    "mutated",
+    "request_origin",
+    "error_code",
+];
+
 /// Every metric an alert may read, with the labels its exporter sets, read in the exporter's
-/// source. Prometheus adds no label of its own that the alerts use.
+/// source. Prometheus adds no label of its own that the alerts use, but `le` on a histogram's
+/// `_bucket` series.
 const METRICS: &[(&str, &[&str])] = &[
-    // Kubewarden policy server: crates/policy-server/src/metrics.rs (Kubewarden 1.36; policy-server
-    // v1.31.0 src/metrics.rs), PolicyEvaluation's Into<Vec<KeyValue>>; the counter in
-    // metrics/policy_evaluations_total.rs, the histogram in metrics/policy_evaluations_latency.rs.
-    (
-        "kubewarden_policy_evaluations_total",
-        &[
-            "policy_name",
-            "policy_mode",
-            "resource_kind",
-            "resource_namespace",
-            "resource_request_operation",
-            "accepted",
-            "mutated",
-            "request_origin",
-            "error_code",
-        ],
-    ),
+    ("kubewarden_policy_evaluations_total", EVALUATION_LABELS),
     (
         "kubewarden_policy_evaluation_latency_milliseconds_bucket",
-        &[
-            "policy_name",
-            "policy_mode",
-            "resource_kind",
-            "resource_namespace",
-            "resource_request_operation",
-            "accepted",
-            "mutated",
-            "request_origin",
-            "error_code",
-            "le",
-        ],
+        EVALUATION_LABELS,
     ),
     // kube-apiserver: staging/src/k8s.io/apiserver/pkg/admission/metrics/metrics.go.
     (
@@ -68,6 +58,19 @@ const METRICS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// The labels of a metric, `le` included on a histogram's buckets.
+fn labels_of(metric: &str) -> Vec<&'static str> {
+    let mut labels: Vec<&'static str> = METRICS
+        .iter()
+        .find(|(name, _)| *name == metric)
+        .map(|(_, labels)| labels.to_vec())
+        .unwrap_or_default();
+    if metric.ends_with("_bucket") {
+        labels.push("le");
+    }
+    labels
+}
 
 /// PromQL words that look like metric names but are not.
 const PROMQL_WORDS: &[&str] = &[
@@ -184,7 +187,7 @@ fn problems(expr: &str, names: &Names) -> Vec<String> {
     }
     for caps in selector.captures_iter(expr) {
         let metric = caps[1].to_string();
-        let labels = known.get(metric.as_str()).copied().unwrap_or(&[]);
+        let labels = labels_of(&metric);
         for m in matcher.captures_iter(&caps[2]) {
             let (label, op, value) = (&m[1], &m[2], &m[3]);
             if !labels.contains(&label) {
@@ -299,6 +302,10 @@ fn the_alerts_cover_refusals_failures_the_policy_server_and_the_clean_up() {
 #[case::grouping_by_missing_label(
     r#"sum by (template) (kubewarden_policy_evaluations_total)"#,
     "`by` groups by `template`"
+)]
+#[case::le_only_on_buckets(
+    r#"sum by (le) (kubewarden_policy_evaluations_total)"#,
+    "`by` groups by `le`"
 )]
 #[case::webhook_name(
     r#"apiserver_admission_webhook_rejection_count{name="capi-template-guard"}"#,
