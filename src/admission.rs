@@ -127,7 +127,8 @@ fn record_intent(request: &AdmissionRequest, settings: &Settings, host: &dyn Hos
     } else {
         &meta.name
     };
-    let mut lookups = HostLookups::new(host, settings, namespace);
+    let mut lookups =
+        HostLookups::new(host, settings, namespace).for_machine_at(&request.kind.version);
     match mutation::record_intent(machine, namespace, settings, &mut lookups) {
         Ok(Some(object)) => Outcome::Mutate { object },
         Ok(None) => Outcome::accept(),

@@ -21,7 +21,7 @@ pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind"
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
 
 /// Treats an explicit `null` like an absent field.
-fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de> + Default,
@@ -163,6 +163,9 @@ pub struct AdmissionRequest {
 pub struct GroupKind {
     #[serde(deserialize_with = "nullable")]
     pub group: String,
+    /// The version the API server called the webhook at.
+    #[serde(deserialize_with = "nullable")]
+    pub version: String,
     #[serde(deserialize_with = "nullable")]
     pub kind: String,
 }
@@ -176,10 +179,21 @@ pub fn view_of<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, serde
 
 /// A list answer. `items` is required: an answer without it is not an empty list.
 #[derive(Deserialize, Debug)]
-pub struct List {
+pub struct List<T> {
     #[serde(default)]
     pub kind: Option<String>,
-    pub items: Vec<Object>,
+    pub items: Vec<T>,
+}
+
+/// A listed item that says its kind, so that an answer holding another kind is caught.
+pub trait Kinded: serde::de::DeserializeOwned {
+    fn kind(&self) -> &str;
+}
+
+impl Kinded for Object {
+    fn kind(&self) -> &str {
+        &self.kind
+    }
 }
 
 /// Whether `name` can be an object name (a DNS-1123 subdomain of at most 253 characters). Names
@@ -324,6 +338,7 @@ mod tests {
         let request = AdmissionRequest {
             kind: GroupKind {
                 group: INFRASTRUCTURE_GROUP.into(),
+                version: "v1beta2".into(),
                 kind: kind.into(),
             },
             name: name.into(),

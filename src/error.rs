@@ -1,7 +1,6 @@
 //! The policy's one error type. Each variant carries the facts of what went wrong; the sentence a
-//! user reads is made from it in `message.rs` and nowhere else.
-
-use std::fmt;
+//! user reads is made from it in `message.rs` and nowhere else, `Display` included, so that this
+//! module depends on the catalogue alone.
 
 use crate::catalogue::{Resource, VersionSetting};
 
@@ -95,6 +94,14 @@ pub enum Lookup {
         namespace: String,
         name: String,
     },
+    /// A list of a kind the catalogue does not know whole, scanned for references; its names
+    /// come from its CRD.
+    Scan {
+        api_version: String,
+        kind: String,
+        plural: String,
+        namespace: String,
+    },
 }
 
 impl Lookup {
@@ -102,24 +109,35 @@ impl Lookup {
         match self {
             Lookup::ListAll { api_version, .. }
             | Lookup::List { api_version, .. }
-            | Lookup::Get { api_version, .. } => api_version,
+            | Lookup::Get { api_version, .. }
+            | Lookup::Scan { api_version, .. } => api_version,
         }
     }
 
-    pub fn kind(&self) -> &'static str {
+    /// The catalogue's entry for the kind; `None` for a scanned kind.
+    pub fn resource(&self) -> Option<&'static Resource> {
         match self {
             Lookup::ListAll { resource, .. }
             | Lookup::List { resource, .. }
-            | Lookup::Get { resource, .. } => resource.kind,
+            | Lookup::Get { resource, .. } => Some(resource),
+            Lookup::Scan { .. } => None,
         }
     }
 
-    /// The resource name RBAC rules use, from the catalogue.
-    pub fn plural(&self) -> &'static str {
-        match self {
-            Lookup::ListAll { resource, .. }
-            | Lookup::List { resource, .. }
-            | Lookup::Get { resource, .. } => resource.plural,
+    pub fn kind(&self) -> &str {
+        match (self, self.resource()) {
+            (Lookup::Scan { kind, .. }, _) => kind,
+            (_, Some(resource)) => resource.kind,
+            (_, None) => "",
+        }
+    }
+
+    /// The resource name RBAC rules use, from the catalogue or the scanned kind's CRD.
+    pub fn plural(&self) -> &str {
+        match (self, self.resource()) {
+            (Lookup::Scan { plural, .. }, _) => plural,
+            (_, Some(resource)) => resource.plural,
+            (_, None) => "",
         }
     }
 }
@@ -135,6 +153,12 @@ pub enum Failure {
     NotFound,
     /// The kind is not in the policy's `contextAwareResources`.
     AccessDenied,
+    /// Kubewarden 1.36 and newer: the policy may not use this host capability at all (its
+    /// `<namespace>/<operation>` is in the detail).
+    CapabilityDenied,
+    /// The template has Cluster owners and no CRD serves Clusters: whether they exist cannot be
+    /// told, and reading them as gone would release the template (row 6).
+    NoClusterCrd,
     /// The host answered, but not with what was asked for (no `items`, items of another kind,
     /// fields of the wrong type).
     Unreadable,
@@ -150,15 +174,6 @@ pub struct LookupError {
     /// The host's own words (first line), what could not be read, or what the CRD serves.
     pub detail: String,
 }
-
-/// Every error reads as the sentence `message.rs` makes of it.
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::message::describe(self))
-    }
-}
-
-impl std::error::Error for Error {}
 
 impl From<LookupError> for Error {
     fn from(error: LookupError) -> Self {

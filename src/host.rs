@@ -11,8 +11,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 
 use std::collections::BTreeSet;
 
-use crate::capi::{List, Object};
-use crate::catalogue::Resource;
+use crate::capi::{Kinded, List, Object};
+use crate::catalogue::{Resource, SCAN_MASKS};
 use crate::error::{Failure, Lookup, LookupError};
 
 pub trait Host {
@@ -75,10 +75,17 @@ pub fn log_info(message: &str) {
 
 /// How a failed host call failed, read from the host's error text. The host wraps failures as
 /// `Callback evaluation failure: <Debug of the error>`, so the texts are matched anywhere in the
-/// string, never at its start; the access check alone arrives bare. Which kinds and versions
+/// string, never at its start; the two access checks alone arrive bare. Which kinds and versions
 /// exist is never read from these texts: the CRDs say it (`lookups.rs`).
+///
+/// Both denials begin "Policy has not been granted access to": the `contextAwareResources` one
+/// goes on with "Kubernetes <apiVersion>/<Kind> resources", Kubewarden 1.36's host-capability one
+/// with "the '<namespace>/<operation>' host capability" (policy-evaluator `src/runtimes/
+/// callback.rs`, `host_capability_denied` and the `kubernetes` arms of `host_callback`).
 pub fn classify(text: &str) -> Failure {
-    if text.contains("has not been granted access to Kubernetes") {
+    if text.contains("has not been granted access to the '") && text.contains("host capability") {
+        Failure::CapabilityDenied
+    } else if text.contains("has not been granted access to Kubernetes") {
         Failure::AccessDenied
     } else if text.contains("Cannot find ") && text.contains(" named '") {
         Failure::NotFound
@@ -121,22 +128,22 @@ fn kind_problem(found: &str, wanted: &str) -> Option<String> {
 }
 
 /// A list answer must say it is a list of the kind (or not say) and hold only objects of it.
-fn items(
+fn items<T: Kinded>(
     lookup: Lookup,
-    resource: &Resource,
+    kind: &str,
     answer: Result<Vec<u8>, String>,
-) -> Result<Vec<Object>, LookupError> {
+) -> Result<Vec<T>, LookupError> {
     let bytes = answer.map_err(|text| failed(lookup.clone(), &text))?;
-    let list = serde_json::from_slice::<List>(&bytes)
+    let list = serde_json::from_slice::<List<T>>(&bytes)
         .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
     let problem = kind_problem(
         list.kind.as_deref().unwrap_or_default(),
-        &format!("{}List", resource.kind),
+        &format!("{kind}List"),
     )
     .or_else(|| {
         list.items
             .iter()
-            .find_map(|item| kind_problem(&item.kind, resource.kind))
+            .find_map(|item| kind_problem(item.kind(), kind))
     });
     match problem {
         Some(problem) => Err(unreadable(lookup, problem)),
@@ -167,15 +174,43 @@ pub fn list(
         resource,
         namespace: request.namespace,
     };
-    items(lookup, resource, answer)
+    items(lookup, resource.kind, answer)
 }
 
-/// Lists `resource` cluster-wide (the CRDs), keeping only its masks.
-pub fn list_all(
+/// Lists a kind the catalogue does not know whole (`api_version`, `kind` and `plural` from its
+/// CRD) in `namespace`, keeping the scan's masks.
+pub fn list_scanned(
+    host: &dyn Host,
+    api_version: String,
+    kind: &str,
+    plural: &str,
+    namespace: &str,
+) -> Result<Vec<Object>, LookupError> {
+    let request = ListResourcesByNamespaceRequest {
+        api_version,
+        kind: kind.to_string(),
+        namespace: namespace.to_string(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: Some(SCAN_MASKS.iter().map(|m| m.to_string()).collect()),
+    };
+    let answer = host.list_resources_by_namespace(&request);
+    let lookup = Lookup::Scan {
+        api_version: request.api_version,
+        kind: request.kind,
+        plural: plural.to_string(),
+        namespace: request.namespace,
+    };
+    items(lookup, kind, answer)
+}
+
+/// Lists `resource` cluster-wide (the CRDs), keeping only its masks, each item decoded into `T`
+/// (a view that reads no more than the caller needs).
+pub fn list_all<T: Kinded>(
     host: &dyn Host,
     resource: &'static Resource,
     version: &str,
-) -> Result<Vec<Object>, LookupError> {
+) -> Result<Vec<T>, LookupError> {
     let request = ListAllResourcesRequest {
         api_version: resource.api_version(version),
         kind: resource.kind.to_string(),
@@ -188,7 +223,7 @@ pub fn list_all(
         api_version: request.api_version,
         resource,
     };
-    items(lookup, resource, answer)
+    items(lookup, resource.kind, answer)
 }
 
 /// Whether a read may be answered from the policy server's cache.
@@ -264,6 +299,10 @@ mod tests {
     )]
     #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
+    // Kubewarden 1.36: policy-evaluator src/runtimes/callback.rs `host_capability_denied`. It
+    // begins like the contextAwareResources denial and is classified apart.
+    #[case::capability_not_granted("Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.", Failure::CapabilityDenied)]
+    #[case::capability_not_granted_on_get("Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.", Failure::CapabilityDenied)]
     #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None })", Failure::Other)]
     #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
     #[case::with_backtrace(
@@ -313,6 +352,53 @@ mod tests {
             cluster.calls(),
             vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns"]
         );
+        // The FakeHost asserts no selectors; the masks are the catalogue's, written out.
+        let sent: Vec<String> = cluster.masks()[0]
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                "metadata.deletionTimestamp",
+                "metadata.labels",
+                "metadata.name",
+                "spec.clusterName",
+                "spec.replicas",
+                "spec.template.spec.bootstrap.configRef",
+                "spec.template.spec.infrastructureRef",
+                "status.replicas"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_scan_sends_the_scan_masks_and_names_the_kind_it_lists() {
+        let cluster = FakeHost::new().fail_list(
+            "controlplane.cluster.x-k8s.io/v1beta3",
+            "FooControlPlane",
+            "Policy has not been granted access to Kubernetes controlplane.cluster.x-k8s.io/v1beta3/FooControlPlane resources. The violation has been reported.",
+        );
+        let error = list_scanned(
+            &cluster,
+            "controlplane.cluster.x-k8s.io/v1beta3".into(),
+            "FooControlPlane",
+            "foocontrolplanes",
+            "ns",
+        )
+        .unwrap_err();
+        assert_eq!(error.failure, Failure::AccessDenied);
+        assert_eq!(
+            (error.lookup.kind(), error.lookup.plural()),
+            ("FooControlPlane", "foocontrolplanes")
+        );
+        let sent: Vec<String> = cluster.masks()[0]
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        assert_eq!(sent, SCAN_MASKS);
     }
 
     #[rstest]
@@ -376,6 +462,7 @@ mod tests {
             cluster.calls(),
             vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true"]
         );
+        assert_eq!(cluster.masks(), vec![Some(cluster_kind().masks())]);
     }
 
     #[rstest]

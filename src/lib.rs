@@ -6,12 +6,13 @@
 //! response the host expects; the logic lives in the modules below, all private to the crate.
 //!
 //! lib -> admission (routing) -> decision | mutation -> lookups (the `Lookups` trait and its
-//! host answer) -> host (waPC). capi (object views), catalogue (kinds), references (what an
-//! object names), settings, message (every sentence) and error serve them.
+//! host answer; crds reads the CRD list) -> host (waPC). capi (object views), catalogue (kinds),
+//! references (what an object names), settings, message (every sentence) and error serve them.
 
 mod admission;
 mod capi;
 mod catalogue;
+mod crds;
 mod decision;
 mod error;
 #[cfg(test)]

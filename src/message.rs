@@ -1,10 +1,28 @@
 //! Every sentence the policy shows a user: deterministic (sorted, bounded) and saying what to do.
 
+use std::fmt;
+
 use crate::capi::{group_of, Template};
-use crate::catalogue::{plural_of, Advice, ReferrerKind, CRD};
+use crate::catalogue::{plural_of, Advice, CRD};
 use crate::decision::{Referrer, Release};
 use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError};
 use crate::settings::known_names;
+
+/// Every error reads as the sentence [`describe`] makes of it. The `Display` impls live here,
+/// beside the sentences, so that `error.rs` does not call up into this module.
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(self))
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&lookup_error(self))
+    }
+}
 
 /// Names shown per kind before "and K more".
 pub const MAX_NAMES_PER_KIND: usize = 3;
@@ -42,10 +60,10 @@ fn object_name(kind: &str, namespace: &str, name: &str) -> String {
     )
 }
 
-fn plural_kind(kind: &ReferrerKind, count: usize) -> String {
+fn plural_kind(kind: &str, count: usize) -> String {
     match count {
-        1 => kind.kind().to_string(),
-        _ => plural_of(kind.kind()),
+        1 => kind.to_string(),
+        _ => plural_of(kind),
     }
 }
 
@@ -89,7 +107,10 @@ fn describe_group(group: &[&Referrer]) -> String {
     } else {
         String::new()
     };
-    format!("{} {list}{fields}", plural_kind(shown[0].kind, group.len()))
+    format!(
+        "{} {list}{fields}",
+        plural_kind(&clip(shown[0].kind.kind(), MAX_SHORT), group.len())
+    )
 }
 
 fn advice(advice: Advice) -> &'static str {
@@ -100,6 +121,7 @@ fn advice(advice: Advice) -> &'static str {
         Advice::ClusterClass => "Change or delete the ClusterClass first.",
         Advice::HealthCheck => "Point the health checks at another remediation template, or delete them first.",
         Advice::NodeReuse => "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.",
+        Advice::DataTemplate => "CAPM3 renders no new claims from a Metal3DataTemplate that is being deleted, so machines created from them would wait forever: point them at another Metal3DataTemplate, or delete them first.",
     }
 }
 
@@ -108,12 +130,15 @@ pub fn in_use(template: &Template, referrers: &[Referrer]) -> String {
     let mut groups: Vec<Vec<&Referrer>> = Vec::new();
     for referrer in referrers {
         match groups.last_mut() {
-            Some(group) if std::ptr::eq(group[0].kind, referrer.kind) => group.push(referrer),
+            Some(group) if group[0].kind == referrer.kind => group.push(referrer),
             _ => groups.push(vec![referrer]),
         }
     }
     let described: Vec<String> = groups.iter().map(|group| describe_group(group)).collect();
-    let mut advices: Vec<Advice> = groups.iter().map(|group| group[0].kind.advice).collect();
+    let mut advices: Vec<Advice> = groups
+        .iter()
+        .map(|group| group[0].kind.advice(template.class))
+        .collect();
     advices.sort();
     advices.dedup();
     let advices: Vec<&str> = advices.into_iter().map(advice).collect();
@@ -161,6 +186,17 @@ fn lookup_text(lookup: &Lookup) -> String {
             "getting {} ({api_version})",
             object_name(resource.kind, namespace, name)
         ),
+        Lookup::Scan {
+            api_version,
+            kind,
+            namespace,
+            ..
+        } => format!(
+            "listing {} objects ({}) in namespace {} to scan them for references",
+            clip(kind, MAX_SHORT),
+            clip(api_version, MAX_SHORT * 2),
+            clip(namespace, MAX_SHORT)
+        ),
     }
 }
 
@@ -168,7 +204,7 @@ fn lookup_text(lookup: &Lookup) -> String {
 pub fn lookup_error(error: &LookupError) -> String {
     // The host's texts may end in a period; the sentence adds its own.
     let detail = clip(error.detail.trim_end_matches('.'), MAX_DETAIL);
-    let kind = error.lookup.kind();
+    let kind = clip(error.lookup.kind(), MAX_SHORT);
     let detail = match error.failure {
         Failure::NoReadableVersion => format!(
             "the policy can read {kind} only at {}, and {detail}",
@@ -189,30 +225,34 @@ fn version_of(api_version: &str) -> &str {
 }
 
 fn readable_versions(error: &LookupError) -> String {
-    match &error.lookup {
-        Lookup::ListAll { resource, .. }
-        | Lookup::List { resource, .. }
-        | Lookup::Get { resource, .. } => resource.versions.join(" or "),
-    }
+    error
+        .lookup
+        .resource()
+        .map_or_else(String::new, |resource| resource.versions.join(" or "))
 }
 
 /// What an operator should do after a failed lookup.
 pub fn lookup_hint(error: &LookupError) -> String {
-    let kind = error.lookup.kind();
-    let group = group_of(error.lookup.api_version());
-    let plural = error.lookup.plural();
+    let kind = clip(error.lookup.kind(), MAX_SHORT);
+    let api_version = clip(error.lookup.api_version(), MAX_SHORT * 2);
+    let group = group_of(&api_version);
+    let plural = clip(error.lookup.plural(), MAX_SHORT);
     match error.failure {
         Failure::AccessDenied if kind == CRD.kind => format!(
             "The policy learns which providers are installed from the CRDs: add apiVersion {}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}.",
             error.lookup.api_version()
         ),
-        Failure::AccessDenied => format!(
-            "Add apiVersion {}, kind {kind} to the policy's contextAwareResources.",
-            error.lookup.api_version()
+        Failure::AccessDenied if matches!(error.lookup, Lookup::Scan { .. }) => format!(
+            "The policy does not know {kind} at {api_version} and scans it for references to the template: add apiVersion {api_version}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}."
         ),
+        Failure::AccessDenied => format!(
+            "Add apiVersion {api_version}, kind {kind} to the policy's contextAwareResources."
+        ),
+        Failure::CapabilityDenied => "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace and kubernetes/get_resource are the ones it uses).".to_string(),
+        Failure::NoClusterCrd => "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io.".to_string(),
         Failure::WrongVersion { setting } => format!("Set {} to auto.", setting.name()),
         Failure::NoReadableVersion => format!(
-            "Upgrade the provider that serves {kind} ({group}) to a release that serves {}.",
+            "The provider that serves {kind} ({group}) serves none of the versions this policy reads ({}): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.",
             readable_versions(error)
         ),
         Failure::Unreadable => "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.".to_string(),
@@ -373,6 +413,7 @@ mod tests {
     use super::*;
     use crate::capi::TemplateRef;
     use crate::catalogue::{TemplateClass, VersionSetting};
+    use crate::decision::Keeper;
     use crate::testing::referrer_kind as kind;
     use rstest::rstest;
 
@@ -393,7 +434,7 @@ mod tests {
 
     fn r(kind_name: &str, name: &str, field: &str) -> Referrer {
         Referrer {
-            kind: kind(kind_name),
+            kind: Keeper::Known(kind(kind_name)),
             name: name.into(),
             fields: vec![field.into()],
             cluster: None,
@@ -455,8 +496,11 @@ mod tests {
     #[case::denied(Failure::AccessDenied, "cluster.x-k8s.io/v1beta1", "MachineSet", "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources.")]
     #[case::crds_denied(Failure::AccessDenied, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "The policy learns which providers are installed from the CRDs: add apiVersion apiextensions.k8s.io/v1, kind CustomResourceDefinition to its contextAwareResources, and let the policy server's service account get, list and watch customresourcedefinitions.apiextensions.k8s.io.")]
     #[case::wrong_version(Failure::WrongVersion { setting: VersionSetting::ControlPlane }, "controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", "Set controlPlaneApiVersion to auto.")]
-    #[case::no_readable_version(Failure::NoReadableVersion, "cluster.x-k8s.io/v1beta2", "MachineSet", "Upgrade the provider that serves MachineSet (cluster.x-k8s.io) to a release that serves v1beta2 or v1beta1.")]
-    #[case::talos_no_readable_version(Failure::NoReadableVersion, "controlplane.cluster.x-k8s.io/v1alpha3", "TalosControlPlane", "Upgrade the provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) to a release that serves v1alpha3.")]
+    #[case::no_readable_version(Failure::NoReadableVersion, "cluster.x-k8s.io/v1beta2", "MachineSet", "The provider that serves MachineSet (cluster.x-k8s.io) serves none of the versions this policy reads (v1beta2 or v1beta1): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
+    #[case::talos_no_readable_version(Failure::NoReadableVersion, "controlplane.cluster.x-k8s.io/v1alpha3", "TalosControlPlane", "The provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) serves none of the versions this policy reads (v1alpha3): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
+    // policy-evaluator src/runtimes/callback.rs `host_capability_denied` (Kubewarden 1.36).
+    #[case::capability_denied(Failure::CapabilityDenied, "cluster.x-k8s.io/v1beta2", "MachineSet", "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace and kubernetes/get_resource are the ones it uses).")]
+    #[case::no_cluster_crd(Failure::NoClusterCrd, "cluster.x-k8s.io/v1beta2", "Cluster", "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io.")]
     #[case::unreadable(Failure::Unreadable, "cluster.x-k8s.io/v1beta2", "MachineSet", "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.")]
     #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]
     fn hints(

@@ -168,7 +168,18 @@ fn text_at(kind: &ReferrerKind, object: &Object, path: &str) -> Result<Option<St
 pub fn candidate_of(kind: &ReferrerKind, object: &Object) -> Result<Candidate, BadField> {
     let mut named = Vec::new();
     for field in kind.fields {
-        named.extend(named_at(object, field)?);
+        let mut found = named_at(object, field)?;
+        if let Some(implied) = kind.implied.iter().find(|i| i.field == *field) {
+            for reference in found.iter_mut().map(|n| &mut n.reference) {
+                if reference.kind.is_empty() {
+                    reference.kind = implied.kind.to_string();
+                    if reference.group().is_none() {
+                        reference.api_group = Some(implied.group.to_string());
+                    }
+                }
+            }
+        }
+        named.extend(found);
     }
     if kind.cloned_from {
         named.extend(of_cloned(&object.metadata));
@@ -189,6 +200,48 @@ pub fn candidate_of(kind: &ReferrerKind, object: &Object) -> Result<Candidate, B
         machines: integer_at(kind, object, "status.replicas")?,
         named,
     })
+}
+
+/// Every reference anywhere in a scanned object's spec, for a kind the catalogue does not know: a
+/// map that names a kind and a name (strings), with its group where it gives one, at the path
+/// where it sits (list items by index). Maps that are not references are walked into; values of
+/// other shapes are skipped, since nothing says what they should be.
+pub fn scan(object: &Object) -> Vec<NamedTemplate> {
+    fn walk(value: &Value, here: &str, out: &mut Vec<NamedTemplate>) {
+        match value {
+            Value::Object(fields) => {
+                let text = |key: &str| fields.get(key).and_then(Value::as_str);
+                if let (Some(kind), Some(name)) = (text("kind"), text("name")) {
+                    out.push(NamedTemplate {
+                        field: here.to_string(),
+                        reference: ObjectRef {
+                            api_version: text("apiVersion").map(str::to_string),
+                            api_group: text("apiGroup").map(str::to_string),
+                            kind: kind.to_string(),
+                            name: name.to_string(),
+                        },
+                    });
+                }
+                for (key, child) in fields {
+                    walk(child, &format!("{here}.{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{here}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&object.spec, "spec", &mut out);
+    out
+}
+
+/// The Cluster a scanned object belongs to: its cluster-name label.
+pub fn cluster_label(meta: &Metadata) -> Option<String> {
+    meta.label(CLUSTER_NAME_LABEL).map(str::to_string)
 }
 
 /// The template an object was cloned from, as its cloned-from annotations name it: the name and
@@ -318,6 +371,40 @@ mod tests {
         let object: Object =
             serde_json::from_value(json!({"metadata": {"name": "cp"}, "spec": spec})).unwrap();
         assert_eq!(fields_of(kind_name, &object), vec![pair(field, "t")]);
+    }
+
+    /// Kairos writes `spec.kairosConfigTemplate` with a name only and its controller fills in
+    /// the kind; CAPM3's v1beta2 data-template references carry only a name. The catalogue's
+    /// implied kind (and group) makes them match; a kind given is kept as written.
+    #[rstest]
+    #[case::kairos_name_only("KairosControlPlane", json!({"kairosConfigTemplate": {"name": "t"}}), "spec.kairosConfigTemplate", Some(("bootstrap.cluster.x-k8s.io", "KairosConfigTemplate")))]
+    #[case::kairos_kind_given("KairosControlPlane", json!({"kairosConfigTemplate": {"kind": "OtherTemplate", "name": "t"}}), "spec.kairosConfigTemplate", None)]
+    #[case::metal3_machine_name_only("Metal3Machine", json!({"dataTemplate": {"name": "t"}}), "spec.dataTemplate", Some(("infrastructure.cluster.x-k8s.io", "Metal3DataTemplate")))]
+    #[case::claim_v1beta1("Metal3DataClaim", json!({"template": {"kind": "Metal3DataTemplate", "name": "t"}}), "spec.template", Some(("infrastructure.cluster.x-k8s.io", "Metal3DataTemplate")))]
+    #[case::machine_template("Metal3MachineTemplate", json!({"template": {"spec": {"dataTemplate": {"name": "t"}}}}), "spec.template.spec.dataTemplate", Some(("infrastructure.cluster.x-k8s.io", "Metal3DataTemplate")))]
+    #[case::no_kind_not_implied("TalosControlPlane", json!({"infrastructureTemplate": {"name": "t"}}), "spec.infrastructureTemplate", None)]
+    fn implied_kinds(
+        #[case] kind_name: &str,
+        #[case] spec: Value,
+        #[case] field: &str,
+        #[case] names: Option<(&str, &str)>,
+    ) {
+        let object: Object =
+            serde_json::from_value(json!({"metadata": {"name": "o"}, "spec": spec})).unwrap();
+        let candidate = candidate_of(kind(kind_name), &object).unwrap();
+        assert_eq!(candidate.named[0].field, field);
+        let reference = &candidate.named[0].reference;
+        let matched = names.map(|(group, kind)| TemplateRef {
+            group: group.into(),
+            kind: kind.into(),
+            name: "t".into(),
+        });
+        match matched {
+            Some(template) => assert!(template.is_named_by(reference), "{reference:?}"),
+            None => assert!(
+                reference.kind != "KairosConfigTemplate" && reference.kind != "Metal3DataTemplate"
+            ),
+        }
     }
 
     #[rstest]
@@ -556,7 +643,11 @@ mod tests {
             .annotations
             .insert(CLONED_FROM_GROUPKIND.into(), groupkind.into());
         let candidate = candidate_of(kind("Metal3Machine"), &machine).unwrap();
-        let got: Option<(String, String, String)> = candidate.named.first().map(|n| {
+        let annotation = candidate
+            .named
+            .iter()
+            .find(|n| n.field.starts_with("metadata."));
+        let got: Option<(String, String, String)> = annotation.map(|n| {
             (
                 n.reference.group().unwrap_or_default().to_string(),
                 n.reference.kind.clone(),

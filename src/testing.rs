@@ -4,10 +4,10 @@
 //! loudly on a call it has no answer for.
 
 use crate::capi::Object;
-use crate::catalogue::{ReferrerKind, Resource, CRD, METAL3_MACHINE_TEMPLATE, REFERRERS};
+use crate::catalogue::{resources_read, ReferrerKind, Resource, TemplateClass, CRD, REFERRERS};
 use crate::error::{Failure, Lookup, LookupError};
 use crate::host::Host;
-use crate::lookups::{ClusterState, Lookups};
+use crate::lookups::{ClusterState, Lookups, Scanned};
 use crate::references::Candidate;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
@@ -132,9 +132,10 @@ type Key = (&'static str, String, String, String);
 /// text that names it, so a test that expected other calls fails loudly.
 pub struct FakeHost {
     answers: BTreeMap<Key, Result<String, String>>,
-    /// The installed kinds and the versions their CRDs serve: the answer to the CRD list.
-    installed: BTreeMap<(String, String, String), Vec<String>>,
-    calls: RefCell<Vec<String>>,
+    /// The installed kinds and their CRDs' versions (name, served): the answer to the CRD list.
+    installed: BTreeMap<(String, String, String), Vec<(String, bool)>>,
+    /// Every call, with the field masks it sent.
+    calls: RefCell<Vec<(String, Option<BTreeSet<String>>)>>,
 }
 
 /// The kinds a Metal3 management cluster with kubeadm has: Cluster API, the kubeadm control
@@ -151,10 +152,7 @@ const USUAL: [&str; 8] = [
 ];
 
 fn resource_named(kind: &str) -> &'static Resource {
-    REFERRERS
-        .iter()
-        .map(|r| &r.resource)
-        .chain([&METAL3_MACHINE_TEMPLATE])
+    resources_read()
         .find(|r| r.kind == kind)
         .unwrap_or_else(|| panic!("{kind} is not in the catalogue"))
 }
@@ -190,11 +188,23 @@ impl FakeHost {
     }
 
     /// Installs `kind` (a catalogue kind) with a CRD serving `versions`.
-    pub fn install(mut self, kind: &str, versions: &[&str]) -> Self {
+    pub fn install(self, kind: &str, versions: &[&str]) -> Self {
         let r = resource_named(kind);
+        let versions: Vec<(&str, bool)> = versions.iter().map(|v| (*v, true)).collect();
+        self.install_crd(r.group, r.kind, r.plural, &versions)
+    }
+
+    /// Installs any CRD: its group, kind, plural and versions (name, served).
+    pub fn install_crd(
+        mut self,
+        group: &str,
+        kind: &str,
+        plural: &str,
+        versions: &[(&str, bool)],
+    ) -> Self {
         self.installed.insert(
-            (r.group.into(), r.kind.into(), r.plural.into()),
-            versions.iter().map(|v| v.to_string()).collect(),
+            (group.into(), kind.into(), plural.into()),
+            versions.iter().map(|(v, s)| (v.to_string(), *s)).collect(),
         );
         self
     }
@@ -253,7 +263,12 @@ impl FakeHost {
 
     /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<String> {
-        self.calls.borrow().clone()
+        self.calls.borrow().iter().map(|(c, _)| c.clone()).collect()
+    }
+
+    /// The field masks each call sent, in order.
+    pub fn masks(&self) -> Vec<Option<BTreeSet<String>>> {
+        self.calls.borrow().iter().map(|(_, m)| m.clone()).collect()
     }
 
     fn crd_list(&self) -> String {
@@ -268,7 +283,7 @@ impl FakeHost {
                     "spec": {
                         "group": group,
                         "names": {"kind": kind, "plural": plural},
-                        "versions": versions.iter().map(|v| json!({"name": v, "served": true})).collect::<Vec<_>>(),
+                        "versions": versions.iter().map(|(v, served)| json!({"name": v, "served": served})).collect::<Vec<_>>(),
                     },
                 })
             })
@@ -286,7 +301,7 @@ impl FakeHost {
         call: String,
         masks: &Option<BTreeSet<String>>,
     ) -> Result<Vec<u8>, String> {
-        self.calls.borrow_mut().push(call.clone());
+        self.calls.borrow_mut().push((call.clone(), masks.clone()));
         match self.answers.get(&key) {
             Some(Ok(json)) => Ok(masked_answer(json, masks).into_bytes()),
             Some(Err(error)) => Err(error.clone()),
@@ -352,7 +367,10 @@ pub struct Memory {
     objects: BTreeMap<(&'static str, String), Result<Candidate, Failure>>,
     templates: BTreeMap<String, Result<Value, Failure>>,
     clusters: BTreeMap<String, Result<ClusterState, Failure>>,
+    scans: Option<Result<Vec<Scanned>, Failure>>,
     pub asked: Vec<String>,
+    /// The classes a scan was asked for, apart from `asked`.
+    pub scanned_for: Vec<TemplateClass>,
 }
 
 /// A lookup error of `kind` (a catalogue kind) failing with `failure`.
@@ -365,9 +383,7 @@ pub fn lookup_error_at(api_version: &str, kind: &str, failure: Failure) -> Looku
     LookupError {
         lookup: Lookup::List {
             api_version: api_version.into(),
-            resource: crate::catalogue::resources_read()
-                .find(|r| r.kind == kind)
-                .expect("a kind of the catalogue"),
+            resource: resource_named(kind),
             namespace: "ns".into(),
         },
         failure,
@@ -404,6 +420,23 @@ impl Memory {
         self.templates.insert(name.into(), template);
         self
     }
+
+    /// What every scan answers: objects (JSON) by kind, or a failure.
+    pub fn scanning(mut self, scans: Result<Vec<(&str, Vec<Value>)>, Failure>) -> Self {
+        self.scans = Some(scans.map(|kinds| {
+            kinds
+                .into_iter()
+                .map(|(kind, objects)| Scanned {
+                    kind: kind.to_string(),
+                    objects: objects
+                        .into_iter()
+                        .map(|o| serde_json::from_value(o).expect("an object"))
+                        .collect(),
+                })
+                .collect()
+        }));
+        self
+    }
 }
 
 impl Lookups for Memory {
@@ -413,6 +446,19 @@ impl Lookups for Memory {
             Some(Ok(list)) => Ok(list.clone()),
             Some(Err(failure)) => Err(lookup_error(kind.kind(), *failure)),
             None => Ok(vec![]),
+        }
+    }
+
+    fn scanned(
+        &mut self,
+        class: TemplateClass,
+        _node_reuse: bool,
+    ) -> Result<Vec<Scanned>, LookupError> {
+        self.scanned_for.push(class);
+        match &self.scans {
+            None => Ok(vec![]),
+            Some(Ok(scans)) => Ok(scans.clone()),
+            Some(Err(failure)) => Err(lookup_error("K3sControlPlane", *failure)),
         }
     }
 

@@ -291,13 +291,49 @@ fn capi_kind_not_served_points_at_the_version_setting() {
     assert_eq!(cluster.calls().len(), 1);
 }
 
+/// Empty lists at v1beta1 for the usual kinds: a namespace with nothing in it.
+fn empty_v1_namespace(cluster: FakeHost) -> FakeHost {
+    [
+        (V1_MD, "MachineDeployment"),
+        (V1_MD, "MachineSet"),
+        (V1_CP, "KubeadmControlPlane"),
+        (V1_MD, "ClusterClass"),
+        (V1_M3, "Metal3Machine"),
+    ]
+    .into_iter()
+    .fold(cluster, |c, (v, k)| {
+        c.answer_list(v, k, &list_of(v, k, &[]))
+    })
+}
+
+/// A provider newer than the policy (a Talos release serving only a future v1alpha4) is scanned
+/// at that version: a reference found keeps the template and names the object and the field;
+/// a scan the policy may not make fails closed naming the grant it needs.
 #[test]
-fn a_crd_that_serves_no_readable_version_fails_closed_naming_it() {
-    let cluster = FakeHost::new().install("MachineDeployment", &["v1alpha4"]);
-    let response = run("guard-lookup-failure", json!({}), &cluster);
-    let message = refusal(response, 500);
+fn a_kind_served_only_at_an_unknown_version_is_scanned() {
+    let tcp = "controlplane.cluster.x-k8s.io/v1alpha4";
+    let naming = json!({"kind": "TalosControlPlane", "metadata": {"name": "edge-a-cp"},
+        "spec": {"controlPlane": {"machines": [{"infrastructureRef": {"kind": "Metal3MachineTemplate",
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "name": "edge-a-workers-7f3c9d2e"}}]}}});
+    let cluster =
+        empty_v1_namespace(FakeHost::v1beta1_only().install("TalosControlPlane", &["v1alpha4"]))
+            .answer_list(
+                tcp,
+                "TalosControlPlane",
+                &list_of(tcp, "TalosControlPlane", &[naming]),
+            );
+    let message = refusal(run("guard-lookup-failure", json!({}), &cluster), 409);
     assert!(
-        message.contains("failed: the policy can read MachineDeployment only at v1beta2 or v1beta1, and its CRD serves v1alpha4. Upgrade the provider that serves MachineDeployment (cluster.x-k8s.io) to a release that serves v1beta2 or v1beta1."),
+        message.contains("It is referenced by TalosControlPlane edge-a-cp (spec.controlPlane.machines[0].infrastructureRef)."),
+        "{message}"
+    );
+    let denied = empty_v1_namespace(
+        FakeHost::v1beta1_only().install("TalosControlPlane", &["v1alpha4"]),
+    )
+    .fail_list(tcp, "TalosControlPlane", "Policy has not been granted access to Kubernetes controlplane.cluster.x-k8s.io/v1alpha4/TalosControlPlane resources. The violation has been reported.");
+    let message = refusal(run("guard-lookup-failure", json!({}), &denied), 500);
+    assert!(
+        message.contains("add apiVersion controlplane.cluster.x-k8s.io/v1alpha4, kind TalosControlPlane to its contextAwareResources"),
         "{message}"
     );
 }

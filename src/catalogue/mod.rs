@@ -86,18 +86,34 @@ pub enum TemplateClass {
     Bootstrap,
     /// Infrastructure `*RemediationTemplate`, named by health checks.
     Remediation,
+    /// CAPM3's `Metal3DataTemplate`, named by Metal3 machine templates, machines, data claims and
+    /// datas (the one guarded kind that is not a suffix).
+    Data,
 }
 
 impl TemplateClass {
     #[cfg(test)]
-    pub const ALL: [TemplateClass; 6] = [
+    pub const ALL: [TemplateClass; 7] = [
         TemplateClass::Machine,
         TemplateClass::MachinePool,
         TemplateClass::Cluster,
         TemplateClass::ControlPlane,
         TemplateClass::Bootstrap,
         TemplateClass::Remediation,
+        TemplateClass::Data,
     ];
+
+    /// The groups whose kinds the catalogue does not know are scanned for references to a
+    /// template of this class. Control planes (and etcdadm's etcd cluster) name machine templates,
+    /// and Kairos' its bootstrap template; every other class is named by Cluster API's own kinds
+    /// or Metal3's, which the catalogue knows whole. Scanning only these groups keeps the scan
+    /// to a few kinds, where every infrastructure group would list dozens.
+    pub fn scanned_groups(self) -> &'static [&'static str] {
+        match self {
+            TemplateClass::Machine | TemplateClass::Bootstrap => &[CONTROL_PLANE_GROUP, ETCD_GROUP],
+            _ => &[],
+        }
+    }
 }
 
 /// Which groups a guarded suffix applies in.
@@ -181,9 +197,15 @@ pub const GUARDED: [GuardedSuffix; 7] = [
     ),
 ];
 
+/// CAPM3's data template kind, guarded by its whole name.
+pub const METAL3_DATA_TEMPLATE: &str = "Metal3DataTemplate";
+
 /// The class of a guarded template kind; `None` for every kind the policy does not guard. A
 /// suffix alone (a kind named `MachineTemplate`) is not a provider's kind.
 pub fn template_class(group: &str, kind: &str) -> Option<TemplateClass> {
+    if group == INFRASTRUCTURE_GROUP && kind == METAL3_DATA_TEMPLATE {
+        return Some(TemplateClass::Data);
+    }
     GUARDED
         .iter()
         .find(|g| {
@@ -196,6 +218,9 @@ pub fn template_class(group: &str, kind: &str) -> Option<TemplateClass> {
 /// in lower case plus "s"): the metadata checks use it.
 #[cfg(test)]
 pub fn template_class_of_plural(group: &str, plural: &str) -> Option<TemplateClass> {
+    if group == INFRASTRUCTURE_GROUP && plural == plural_of(METAL3_DATA_TEMPLATE).to_lowercase() {
+        return Some(TemplateClass::Data);
+    }
     GUARDED
         .iter()
         .find(|g| {
@@ -223,6 +248,7 @@ pub enum Advice {
     ClusterClass,
     HealthCheck,
     NodeReuse,
+    DataTemplate,
 }
 
 /// What a referrer that is being deleted still keeps.
@@ -237,6 +263,15 @@ pub enum WhileDeleting {
     KeepsNodeReuseWhileItHasMachines,
 }
 
+/// The kind a reference at `field` names when it gives none: its controller fills it in, or the
+/// field's type has only a name.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Implied {
+    pub field: &'static str,
+    pub group: &'static str,
+    pub kind: &'static str,
+}
+
 /// A kind of object that can keep a template.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReferrerKind {
@@ -244,6 +279,8 @@ pub struct ReferrerKind {
     /// The fields that name a template, one path each. `name[key]` is a list whose items are told
     /// apart by their `key` field. The field masks and the extraction both come from these.
     pub fields: &'static [&'static str],
+    /// The fields among `fields` whose references may leave out the kind, and what they name.
+    pub implied: &'static [Implied],
     /// Names its template through the cloned-from annotations instead of fields.
     pub cloned_from: bool,
     /// Creates machines itself, so it is a new machine's owner at creation (the mutation's
@@ -251,8 +288,8 @@ pub struct ReferrerKind {
     pub creates_machines: bool,
     /// The template classes its fields can name.
     pub keeps: &'static [TemplateClass],
-    /// Keeps a template only when the template sets `spec.nodeReuse: true` (CAPM3 reads nothing
-    /// else of it when the machine is deleted).
+    /// Keeps a machine template only when the template sets `spec.nodeReuse: true` (CAPM3 reads
+    /// nothing else of it when the machine is deleted); templates of other classes as usual.
     pub only_node_reuse: bool,
     pub while_deleting: WhileDeleting,
     /// Still keeps its template while its Cluster is being deleted or gone (row 6 skips it).
@@ -270,7 +307,8 @@ impl ReferrerKind {
 
     /// Whether listing this kind can find something that keeps a template of `class`.
     pub fn can_keep(&self, class: TemplateClass, node_reuse: bool) -> bool {
-        self.keeps.contains(&class) && (node_reuse || !self.only_node_reuse)
+        self.keeps.contains(&class)
+            && (class != TemplateClass::Machine || node_reuse || !self.only_node_reuse)
     }
 
     /// The field masks a list of this kind sends: what it reads and the plain paths of its
@@ -334,316 +372,16 @@ const fn resource(
     }
 }
 
-/// A control plane (or etcdadm's etcd cluster): keeps its current machine template until it is
-/// gone, also while it and its Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5
-/// hangs in deletion without it (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
-/// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same
-/// (cluster-api-provider-rke2 issue 1004, PR 1007). Nothing waits for a control plane's template
-/// to be deleted, so keeping it cannot deadlock; the garbage collector deletes it once the
-/// Cluster is gone.
-const fn control_plane(
-    kind: &'static str,
-    plural: &'static str,
-    group: &'static str,
-    versions: &'static [&'static str],
-    setting: Option<VersionSetting>,
-    fields: &'static [&'static str],
-) -> ReferrerKind {
-    ReferrerKind {
-        resource: resource(kind, plural, group, versions, setting, &META),
-        fields,
-        cloned_from: false,
-        creates_machines: true,
-        keeps: &[TemplateClass::Machine],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::Keeps,
-        kept_through_cluster_deletion: true,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::Rollout,
-    }
-}
-
-/// Health checks name remediation templates; nothing waits for one to be deleted, and a
-/// health check being deleted remediates nothing more.
-const fn health_check(resource: Resource, fields: &'static [&'static str]) -> ReferrerKind {
-    ReferrerKind {
-        resource,
-        fields,
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[TemplateClass::Remediation],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::HealthCheck,
-    }
-}
-
-/// MachineDeployment, MachineSet: the templates of their machines.
-const MACHINE_SET_FIELDS: &[&str] = &[
-    "spec.template.spec.bootstrap.configRef",
-    "spec.template.spec.infrastructureRef",
+/// The fields a scan of a kind the catalogue does not know reads: the referrer metadata and the
+/// whole spec, where any reference may sit.
+pub const SCAN_MASKS: [&str; 4] = [
+    "metadata.deletionTimestamp",
+    "metadata.labels",
+    "metadata.name",
+    "spec",
 ];
 
-/// Every referrer kind, in the order lookups run and messages list them.
-pub static REFERRERS: [ReferrerKind; 16] = [
-    ReferrerKind {
-        resource: resource(
-            "MachineDeployment",
-            "machinedeployments",
-            CAPI_GROUP,
-            CAPI_VERSIONS,
-            Some(VersionSetting::Capi),
-            &[
-                "metadata.deletionTimestamp",
-                "metadata.labels",
-                "metadata.name",
-                "spec.clusterName",
-            ],
-        ),
-        fields: MACHINE_SET_FIELDS,
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::Rollout,
-    },
-    // A MachineSet being deleted keeps its finalizer until its machines are gone, and CAPM3 >= 1.13
-    // reads node reuse from the owning MachineSet's infrastructureRef when it deletes a
-    // Metal3Machine (cluster-api-provider-metal3 PR 3168, `baremetal/metal3machine_manager.go`).
-    // CAPI refreshes `status.replicas` while the MachineSet is being deleted.
-    ReferrerKind {
-        resource: resource(
-            "MachineSet",
-            "machinesets",
-            CAPI_GROUP,
-            CAPI_VERSIONS,
-            Some(VersionSetting::Capi),
-            &[
-                "metadata.deletionTimestamp",
-                "metadata.labels",
-                "metadata.name",
-                "spec.clusterName",
-                "spec.replicas",
-                "status.replicas",
-            ],
-        ),
-        fields: MACHINE_SET_FIELDS,
-        cloned_from: false,
-        creates_machines: true,
-        keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNodeReuseWhileItHasMachines,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: true,
-        advice: Advice::Rollout,
-    },
-    control_plane(
-        "KubeadmControlPlane",
-        "kubeadmcontrolplanes",
-        CONTROL_PLANE_GROUP,
-        CAPI_VERSIONS,
-        Some(VersionSetting::ControlPlane),
-        &[
-            "spec.machineTemplate.infrastructureRef",
-            "spec.machineTemplate.spec.infrastructureRef",
-        ],
-    ),
-    // v1beta1 still has the deprecated `spec.infrastructureRef`: both are checked.
-    control_plane(
-        "RKE2ControlPlane",
-        "rke2controlplanes",
-        CONTROL_PLANE_GROUP,
-        CAPI_VERSIONS,
-        Some(VersionSetting::ControlPlane),
-        &[
-            "spec.infrastructureRef",
-            "spec.machineTemplate.infrastructureRef",
-            "spec.machineTemplate.spec.infrastructureRef",
-        ],
-    ),
-    // Each control plane's kind, versions and field as its own API types give them.
-    // siderolabs/cluster-api-control-plane-provider-talos@v0.5.12 api/v1alpha3/taloscontrolplane_types.go
-    control_plane(
-        "TalosControlPlane",
-        "taloscontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &["v1alpha3"],
-        None,
-        &["spec.infrastructureTemplate"],
-    ),
-    // canonical/cluster-api-control-plane-provider-microk8s@v0.6.11 api/v1beta1/microk8scontrolplane_types.go
-    control_plane(
-        "MicroK8sControlPlane",
-        "microk8scontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &[V1BETA1],
-        None,
-        &["spec.machineTemplate.infrastructureTemplate"],
-    ),
-    // canonical/cluster-api-k8s@v0.6.1 controlplane/api/v1beta2/ck8scontrolplane_types.go (the
-    // provider's own v1beta2, an ObjectReference under `infrastructureTemplate`)
-    control_plane(
-        "CK8sControlPlane",
-        "ck8scontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &[V1BETA2],
-        None,
-        &["spec.machineTemplate.infrastructureTemplate"],
-    ),
-    // k0sproject/k0smotron@v2.1.0 api/controlplane/v1beta2/k0s_types.go (v1beta1 reuses the type)
-    control_plane(
-        "K0sControlPlane",
-        "k0scontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &[V1BETA2, V1BETA1],
-        None,
-        &["spec.machineTemplate.infrastructureRef"],
-    ),
-    // k3s-io/cluster-api-k3s@v0.3.1 controlplane/api/v1beta1 (top-level `infrastructureTemplate`)
-    // and v1beta2 (`machineTemplate.infrastructureRef`) kthreescontrolplane_types.go
-    control_plane(
-        "KThreesControlPlane",
-        "kthreescontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &[V1BETA2, V1BETA1],
-        None,
-        &[
-            "spec.infrastructureTemplate",
-            "spec.machineTemplate.infrastructureRef",
-        ],
-    ),
-    // verrazzano/cluster-api-provider-ocne@v1.7.0 controlplane/ocne/api/v1alpha1/ocne_control_plane_types.go
-    control_plane(
-        "OCNEControlPlane",
-        "ocnecontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &["v1alpha1"],
-        None,
-        &["spec.machineTemplate.infrastructureRef"],
-    ),
-    // kairos-io/cluster-api-provider-kairos@v0.1.0-alpha.2 api/controlplane/v1beta2/
-    // kairoscontrolplane_types.go: its machine template and its own bootstrap template.
-    ReferrerKind {
-        keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
-        ..control_plane(
-            "KairosControlPlane",
-            "kairoscontrolplanes",
-            CONTROL_PLANE_GROUP,
-            &[V1BETA2],
-            None,
-            &[
-                "spec.kairosConfigTemplate",
-                "spec.machineTemplate.infrastructureRef",
-            ],
-        )
-    },
-    // aws/etcdadm-controller@v1.0.28 api/v1beta1 and api/v1alpha3 etcdadmcluster_types.go
-    control_plane(
-        "EtcdadmCluster",
-        "etcdadmclusters",
-        ETCD_GROUP,
-        &[V1BETA1, "v1alpha3"],
-        None,
-        &["spec.infrastructureTemplate"],
-    ),
-    ReferrerKind {
-        resource: resource(
-            "ClusterClass",
-            "clusterclasses",
-            CAPI_GROUP,
-            CAPI_VERSIONS,
-            Some(VersionSetting::Capi),
-            &META,
-        ),
-        // v1beta1 `ref` and `machineHealthCheck`, v1beta2 `templateRef` and `healthCheck`.
-        fields: &[
-            "spec.controlPlane.healthCheck.remediation.templateRef",
-            "spec.controlPlane.machineHealthCheck.remediationTemplate",
-            "spec.controlPlane.machineInfrastructure.ref",
-            "spec.controlPlane.machineInfrastructure.templateRef",
-            "spec.controlPlane.ref",
-            "spec.controlPlane.templateRef",
-            "spec.infrastructure.ref",
-            "spec.infrastructure.templateRef",
-            "spec.workers.machineDeployments[class].bootstrap.templateRef",
-            "spec.workers.machineDeployments[class].healthCheck.remediation.templateRef",
-            "spec.workers.machineDeployments[class].infrastructure.templateRef",
-            "spec.workers.machineDeployments[class].machineHealthCheck.remediationTemplate",
-            "spec.workers.machineDeployments[class].template.bootstrap.ref",
-            "spec.workers.machineDeployments[class].template.infrastructure.ref",
-            "spec.workers.machinePools[class].bootstrap.templateRef",
-            "spec.workers.machinePools[class].infrastructure.templateRef",
-            "spec.workers.machinePools[class].template.bootstrap.ref",
-            "spec.workers.machinePools[class].template.infrastructure.ref",
-        ],
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[
-            TemplateClass::Machine,
-            TemplateClass::MachinePool,
-            TemplateClass::Cluster,
-            TemplateClass::ControlPlane,
-            TemplateClass::Bootstrap,
-            TemplateClass::Remediation,
-        ],
-        only_node_reuse: false,
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::ClusterClass,
-    },
-    // Without its remediation template the MachineHealthCheck controller stops remediating every
-    // unhealthy machine of the check (cluster-api `internal/controllers/machinehealthcheck/
-    // machinehealthcheck_controller.go`, patchUnhealthyTargets).
-    health_check(
-        resource(
-            "MachineHealthCheck",
-            "machinehealthchecks",
-            CAPI_GROUP,
-            CAPI_VERSIONS,
-            Some(VersionSetting::Capi),
-            &[
-                "metadata.deletionTimestamp",
-                "metadata.labels",
-                "metadata.name",
-                "spec.clusterName",
-            ],
-        ),
-        &["spec.remediation.templateRef", "spec.remediationTemplate"],
-    ),
-    // A Cluster's topology overrides its class's health checks; the topology controller resolves
-    // their templates in the Cluster's namespace.
-    health_check(
-        CLUSTER,
-        &[
-            "spec.topology.controlPlane.healthCheck.remediation.templateRef",
-            "spec.topology.controlPlane.machineHealthCheck.remediationTemplate",
-            "spec.topology.workers.machineDeployments[name].healthCheck.remediation.templateRef",
-            "spec.topology.workers.machineDeployments[name].machineHealthCheck.remediationTemplate",
-        ],
-    ),
-    // CAPM3 <= 1.12 reads node reuse from the template named by the machine's cloned-from
-    // annotation when it deletes the machine; the machine's deletion never waits for the template.
-    ReferrerKind {
-        resource: METAL3_MACHINE,
-        fields: &[],
-        cloned_from: true,
-        creates_machines: false,
-        keeps: &[TemplateClass::Machine],
-        only_node_reuse: true,
-        while_deleting: WhileDeleting::Keeps,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::NodeReuse,
-    },
-];
-
-/// Metal3Machines: only their metadata matters (the cloned-from annotations).
+/// Metal3Machines: their metadata (the cloned-from annotations) and `spec.dataTemplate`.
 pub const METAL3_MACHINE: Resource = resource(
     "Metal3Machine",
     "metal3machines",
@@ -658,7 +396,8 @@ pub const METAL3_MACHINE: Resource = resource(
     ],
 );
 
-/// The template a new Metal3Machine is cloned from, read by the mutation.
+/// The template a new Metal3Machine is cloned from, read by the mutation; listed as a referrer
+/// of Metal3DataTemplates.
 pub const METAL3_MACHINE_TEMPLATE: Resource = resource(
     "Metal3MachineTemplate",
     "metal3machinetemplates",
@@ -666,10 +405,32 @@ pub const METAL3_MACHINE_TEMPLATE: Resource = resource(
     CAPI_VERSIONS,
     Some(VersionSetting::Metal3),
     &[
+        "metadata.deletionTimestamp",
+        "metadata.labels",
         "metadata.name",
         "spec.nodeReuse",
         "spec.template.spec.automatedCleaningMode",
     ],
+);
+
+/// CAPM3's claim on a data template, one per Metal3Machine.
+pub const METAL3_DATA_CLAIM: Resource = resource(
+    "Metal3DataClaim",
+    "metal3dataclaims",
+    INFRASTRUCTURE_GROUP,
+    CAPI_VERSIONS,
+    Some(VersionSetting::Metal3),
+    &META,
+);
+
+/// The data CAPM3 renders from a data template for a claim.
+pub const METAL3_DATA: Resource = resource(
+    "Metal3Data",
+    "metal3datas",
+    INFRASTRUCTURE_GROUP,
+    CAPI_VERSIONS,
+    Some(VersionSetting::Metal3),
+    &META,
 );
 
 /// Clusters: listed for their topology's health checks, read by name for row 6.
@@ -700,23 +461,31 @@ pub const CRD: Resource = resource(
     ],
 );
 
-/// Where the Cluster referrer sits in [`REFERRERS`] (a test checks it).
-const CLUSTER_REFERRER: usize = 14;
+/// The referrer entry of a catalogue kind.
+pub fn referrer_of(resource: &Resource) -> Option<&'static ReferrerKind> {
+    REFERRERS.iter().find(|r| r.resource == *resource)
+}
 
 /// The Cluster referrer kind, whose masks the row 6 reads share (one cache in the policy server).
+/// Found by kind, not by position; the table holds it (a test checks it).
 pub fn cluster_kind() -> &'static ReferrerKind {
-    &REFERRERS[CLUSTER_REFERRER]
+    referrer_of(&CLUSTER).unwrap_or(&REFERRERS[0])
 }
 
-/// Every kind the policy reads, each at each of its versions: what metadata.yml's
-/// `contextAwareResources` and the RBAC example must grant.
-#[cfg(test)]
+/// Every kind the policy reads, once each: what metadata.yml's `contextAwareResources` and the
+/// RBAC example must grant at each of its versions.
 pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
-    REFERRERS
-        .iter()
-        .map(|r| &r.resource)
-        .chain([&METAL3_MACHINE_TEMPLATE, &CRD])
+    REFERRERS.iter().map(|r| &r.resource).chain([&CRD])
 }
+
+/// Whether the catalogue knows `kind` of `group` whole: a kind it reads, or a guarded template.
+pub fn is_known(group: &str, kind: &str) -> bool {
+    template_class(group, kind).is_some()
+        || resources_read().any(|r| r.group == group && r.kind == kind)
+}
+
+mod referrers;
+pub use referrers::REFERRERS;
 
 #[cfg(test)]
 mod tests;

@@ -5,20 +5,57 @@
 use std::collections::BTreeMap;
 
 use crate::capi::Template;
-use crate::catalogue::{ReferrerKind, WhileDeleting, REFERRERS};
+use crate::catalogue::{Advice, ReferrerKind, TemplateClass, WhileDeleting, REFERRERS};
 use crate::error::LookupError;
 use crate::lookups::{ClusterState, Lookups};
-use crate::references::Candidate;
+use crate::references::{self, Candidate};
 use crate::settings::Settings;
 
 /// Row 6 reads each owning Cluster (one host call each): beyond this many owners it does not
 /// apply, and the template is kept while its referrers exist.
 pub const MAX_CLUSTER_OWNERS: usize = 16;
 
+/// The kind of an object that keeps a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keeper {
+    /// A catalogue kind, read field by field.
+    Known(&'static ReferrerKind),
+    /// A kind the catalogue cannot read field by field, found naming the template by the scan.
+    Scanned(String),
+}
+
+impl Keeper {
+    pub fn kind(&self) -> &str {
+        match self {
+            Keeper::Known(kind) => kind.kind(),
+            Keeper::Scanned(kind) => kind,
+        }
+    }
+
+    /// What the rejection advises: the kind's advice, the data template's for every keeper of a
+    /// Metal3DataTemplate, a rollout for a scanned kind (control planes, mostly).
+    pub fn advice(&self, class: TemplateClass) -> Advice {
+        match self {
+            _ if class == TemplateClass::Data => Advice::DataTemplate,
+            Keeper::Known(kind) => kind.advice,
+            Keeper::Scanned(_) => Advice::Rollout,
+        }
+    }
+
+    /// A scanned kind keeps its template through its Cluster's deletion: nothing says it may
+    /// let it go, and nothing waits for a template's deletion, so keeping it cannot deadlock.
+    fn kept_through_cluster_deletion(&self) -> bool {
+        match self {
+            Keeper::Known(kind) => kind.kept_through_cluster_deletion,
+            Keeper::Scanned(_) => true,
+        }
+    }
+}
+
 /// An object that still needs the template, and the fields that name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Referrer {
-    pub kind: &'static ReferrerKind,
+    pub kind: Keeper,
     pub name: String,
     pub fields: Vec<String>,
     /// The Cluster it belongs to, if it says.
@@ -40,7 +77,8 @@ pub enum Release {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Release(Release),
-    /// Sorted by kind (catalogue order), then name; each referrer's fields sorted.
+    /// Sorted by kind (catalogue order, then scanned kinds by name), then name; each referrer's
+    /// fields sorted.
     Keep(Vec<Referrer>),
 }
 
@@ -54,8 +92,9 @@ pub fn decide(
     if template.moving {
         return Ok(Decision::Release(Release::Moving));
     }
-    // Rows 1 to 4.
-    let referrers = referrers_keeping(template, settings, lookups)?;
+    // Rows 1 to 4, then the scan of the kinds the catalogue cannot read field by field.
+    let mut referrers = referrers_keeping(template, settings, lookups)?;
+    referrers.extend(scanned_keeping(template, lookups)?);
     if referrers.is_empty() {
         return Ok(Decision::Release(Release::Unused));
     }
@@ -106,12 +145,46 @@ fn referrers_keeping(
             fields.sort();
             fields.dedup();
             Referrer {
-                kind,
+                kind: Keeper::Known(kind),
                 name,
                 fields,
                 cluster,
             }
         }));
+    }
+    Ok(found)
+}
+
+/// Every scanned object that names the template anywhere in its spec keeps it, also while it is
+/// being deleted: the policy does not know what such a kind needs, so it keeps the template
+/// until the object lets go of it or is gone. Only a scan that cannot be done fails.
+fn scanned_keeping(
+    template: &Template,
+    lookups: &mut impl Lookups,
+) -> Result<Vec<Referrer>, LookupError> {
+    let mut found = Vec::new();
+    for scanned in lookups.scanned(template.class, template.node_reuse)? {
+        let mut referrers: Vec<Referrer> = scanned
+            .objects
+            .iter()
+            .filter_map(|object| {
+                let mut fields: Vec<String> = references::scan(object)
+                    .into_iter()
+                    .filter(|n| template.reference.is_named_by(&n.reference))
+                    .map(|n| n.field)
+                    .collect();
+                fields.sort();
+                fields.dedup();
+                (!fields.is_empty()).then(|| Referrer {
+                    kind: Keeper::Scanned(scanned.kind.clone()),
+                    name: object.metadata.name.clone(),
+                    fields,
+                    cluster: references::cluster_label(&object.metadata),
+                })
+            })
+            .collect();
+        referrers.sort_by(|a, b| a.name.cmp(&b.name));
+        found.extend(referrers);
     }
     Ok(found)
 }
@@ -160,7 +233,7 @@ fn owning_clusters_going(
 /// unless its kind keeps its template through the Cluster's deletion (control planes). A
 /// ClusterClass, or an object of another Cluster, still keeps it.
 fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
-    !referrer.kind.kept_through_cluster_deletion
+    !referrer.kind.kept_through_cluster_deletion()
         && referrer
             .cluster
             .as_ref()
@@ -168,570 +241,4 @@ fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::capi::TemplateRef;
-    use crate::catalogue::{self, TemplateClass, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
-    use crate::error::Failure;
-    use crate::references::NamedTemplate;
-    use crate::testing::{referrer_kind as kind, Memory};
-    use rstest::rstest;
-    use serde_json::json;
-
-    fn template(group: &str, kind: &str, name: &str) -> Template {
-        Template {
-            reference: TemplateRef {
-                group: group.into(),
-                kind: kind.into(),
-                name: name.into(),
-            },
-            class: catalogue::template_class(group, kind).expect("a guarded kind"),
-            namespace: "ns".into(),
-            node_reuse: false,
-            moving: false,
-            cluster_owners: vec![],
-        }
-    }
-
-    fn metal3(name: &str) -> Template {
-        template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", name)
-    }
-
-    fn names(field: &str, group: &str, kind: &str, name: &str) -> NamedTemplate {
-        NamedTemplate {
-            field: field.into(),
-            reference: serde_json::from_value(
-                json!({"apiGroup": group, "kind": kind, "name": name}),
-            )
-            .unwrap(),
-        }
-    }
-
-    const INFRA: &str = "spec.template.spec.infrastructureRef";
-
-    fn candidate(name: &str, named: Vec<NamedTemplate>) -> Candidate {
-        Candidate {
-            name: name.into(),
-            named,
-            ..Default::default()
-        }
-    }
-
-    fn naming_t(name: &str) -> Candidate {
-        candidate(
-            name,
-            vec![names(
-                INFRA,
-                INFRASTRUCTURE_GROUP,
-                "Metal3MachineTemplate",
-                "t",
-            )],
-        )
-    }
-
-    fn kept(decision: Decision) -> Vec<(String, String, Vec<String>)> {
-        match decision {
-            Decision::Keep(referrers) => referrers
-                .into_iter()
-                .map(|r| (r.kind.kind().to_string(), r.name, r.fields))
-                .collect(),
-            Decision::Release(release) => panic!("released: {release:?}"),
-        }
-    }
-
-    fn decide_with(template: &Template, memory: &mut Memory) -> Result<Decision, LookupError> {
-        decide(template, &Settings::default(), memory)
-    }
-
-    #[rstest]
-    #[case::row1_a_machine_deployment("MachineDeployment")]
-    #[case::row1_a_machine_set("MachineSet")]
-    #[case::row2_a_control_plane("RKE2ControlPlane")]
-    fn a_listed_referrer_keeps_the_template_it_names(#[case] referrer: &'static str) {
-        let mut memory = Memory::default().with(referrer, vec![naming_t("r")]);
-        assert_eq!(
-            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
-            vec![(referrer.into(), "r".into(), vec![INFRA.into()])]
-        );
-    }
-
-    #[test]
-    fn row1_a_machine_set_being_deleted_keeps_nothing() {
-        let mut deleting = naming_t("ms");
-        deleting.deleting = true;
-        let mut memory = Memory::default().with("MachineSet", vec![deleting]);
-        assert_eq!(
-            decide_with(&metal3("t"), &mut memory),
-            Ok(Decision::Release(Release::Unused))
-        );
-    }
-
-    #[rstest]
-    #[case::scaled_down_released(true, false, false)]
-    #[case::scaled_down_counted_by_setting(true, true, true)]
-    #[case::running_kept(false, false, true)]
-    fn row1_scaled_down_machine_sets(
-        #[case] scaled_down: bool,
-        #[case] count_scaled_down: bool,
-        #[case] is_kept: bool,
-    ) {
-        let mut ms = naming_t("ms");
-        ms.replicas = Some(0);
-        ms.machines = Some(if scaled_down { 0 } else { 1 });
-        let mut memory = Memory::default().with("MachineSet", vec![ms]);
-        let settings = Settings {
-            count_scaled_down_machine_sets: count_scaled_down,
-            ..Settings::default()
-        };
-        let decision = decide(&metal3("t"), &settings, &mut memory).unwrap();
-        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
-    }
-
-    #[test]
-    fn row1_scaled_down_machine_deployment_still_counts() {
-        let mut md = naming_t("md");
-        md.replicas = Some(0);
-        md.machines = Some(0);
-        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
-        assert!(matches!(
-            decide_with(&metal3("t"), &mut memory),
-            Ok(Decision::Keep(_))
-        ));
-    }
-
-    #[rstest]
-    #[case::same_everything(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t", true)]
-    #[case::other_name(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "u", false)]
-    #[case::other_kind(INFRASTRUCTURE_GROUP, "AWSMachineTemplate", "t", false)]
-    #[case::other_group("infrastructure.example.com", "Metal3MachineTemplate", "t", false)]
-    fn row1_a_reference_names_kind_name_and_group(
-        #[case] group: &str,
-        #[case] kind_name: &str,
-        #[case] name: &str,
-        #[case] is_kept: bool,
-    ) {
-        let mut memory = Memory::default().with(
-            "MachineSet",
-            vec![candidate("ms", vec![names(INFRA, group, kind_name, name)])],
-        );
-        let decision = decide_with(&metal3("t"), &mut memory).unwrap();
-        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
-    }
-
-    /// A kind that is not installed is answered as an empty list by the lookups (its CRD is
-    /// absent); every failure is the decision's failure, never "none".
-    #[rstest]
-    #[case::capi_no_readable_version("MachineSet", Failure::NoReadableVersion)]
-    #[case::control_plane_wrong_version("KubeadmControlPlane", Failure::WrongVersion { setting: catalogue::VersionSetting::ControlPlane })]
-    #[case::control_plane_denied("KubeadmControlPlane", Failure::AccessDenied)]
-    #[case::unreadable_list("ClusterClass", Failure::Unreadable)]
-    #[case::other("TalosControlPlane", Failure::Other)]
-    fn a_failed_list_is_the_decisions_failure(
-        #[case] failing: &'static str,
-        #[case] failure: Failure,
-    ) {
-        let mut memory = Memory::default().failing(failing, failure);
-        let decision = decide_with(&metal3("t"), &mut memory);
-        assert_eq!(decision.unwrap_err().failure, failure);
-    }
-
-    /// Rule 1 (cluster-api issue 13536, PR 13558; CAPRKE2 issue 1004, PR 1007): a control plane
-    /// keeps its machine template while it is being deleted, and through its Cluster's deletion.
-    #[rstest]
-    #[case::kubeadm("KubeadmControlPlane")]
-    #[case::rke2("RKE2ControlPlane")]
-    #[case::talos("TalosControlPlane")]
-    #[case::etcdadm("EtcdadmCluster")]
-    fn rule1_a_deleting_control_plane_keeps_its_template_through_cluster_deletion(
-        #[case] control_plane: &'static str,
-    ) {
-        let mut cp = naming_t("cp");
-        cp.deleting = true;
-        cp.cluster = Some("c".into());
-        let mut t = metal3("t");
-        t.cluster_owners = vec!["c".into()];
-        let mut memory = Memory::default()
-            .with(control_plane, vec![cp])
-            .cluster_is("c", Ok(ClusterState::Deleting));
-        assert_eq!(
-            kept(decide_with(&t, &mut memory).unwrap()),
-            vec![(control_plane.into(), "cp".into(), vec![INFRA.into()])]
-        );
-    }
-
-    /// Rule 2 (CAPM3 PR 3168, >= 1.13): a MachineSet being deleted keeps a node-reuse template
-    /// while it has machines; an empty one keeps nothing (the topology finalizer deletes its
-    /// templates then, and must not deadlock).
-    #[rstest]
-    #[case::reuse_with_machines(true, Some(2), true)]
-    #[case::reuse_without_machines(true, Some(0), false)]
-    #[case::reuse_machines_unknown(true, None, false)]
-    #[case::no_reuse_with_machines(false, Some(2), false)]
-    fn rule2_a_deleting_machine_set_keeps_a_node_reuse_template_while_it_has_machines(
-        #[case] node_reuse: bool,
-        #[case] machines: Option<i64>,
-        #[case] is_kept: bool,
-    ) {
-        let mut ms = naming_t("ms");
-        ms.deleting = true;
-        ms.replicas = Some(0);
-        ms.machines = machines;
-        let mut t = metal3("t");
-        t.node_reuse = node_reuse;
-        let mut memory = Memory::default().with("MachineSet", vec![ms]);
-        let decision = decide_with(&t, &mut memory).unwrap();
-        assert_eq!(
-            matches!(decision, Decision::Keep(_)),
-            is_kept,
-            "{decision:?}"
-        );
-    }
-
-    /// Rule 3: a deleting or gone Cluster releases only what its own objects need.
-    #[rstest]
-    #[case::own_machine_deployment("MachineDeployment", Some("c"), true)]
-    #[case::other_clusters_machine_deployment("MachineDeployment", Some("other"), false)]
-    #[case::machine_deployment_of_no_cluster("MachineDeployment", None, false)]
-    #[case::own_metal3_machine("Metal3Machine", Some("c"), true)]
-    #[case::a_cluster_class("ClusterClass", None, false)]
-    #[case::own_control_plane("KubeadmControlPlane", Some("c"), false)]
-    fn rule3_a_deleting_cluster_releases_only_what_its_own_objects_need(
-        #[case] referrer: &'static str,
-        #[case] cluster: Option<&str>,
-        #[case] released: bool,
-    ) {
-        let mut r = naming_t("r");
-        if referrer == "Metal3Machine" {
-            r.named = vec![names(
-                "metadata.annotations[cluster.x-k8s.io/cloned-from-name]",
-                INFRASTRUCTURE_GROUP,
-                "Metal3MachineTemplate",
-                "t",
-            )];
-        }
-        r.cluster = cluster.map(str::to_string);
-        let mut t = metal3("t");
-        t.node_reuse = true;
-        t.cluster_owners = vec!["c".into()];
-        let mut memory = Memory::default()
-            .with(referrer, vec![r])
-            .cluster_is("c", Ok(ClusterState::Deleting));
-        let decision = decide_with(&t, &mut memory).unwrap();
-        assert_eq!(
-            decision == Decision::Release(Release::ClusterDeleted),
-            released,
-            "{decision:?}"
-        );
-    }
-
-    #[test]
-    fn rule3_beyond_the_owner_limit_row6_reads_no_cluster_and_keeps() {
-        let mut t = metal3("t");
-        t.cluster_owners = (0..=MAX_CLUSTER_OWNERS).map(|i| format!("c{i}")).collect();
-        let mut md = naming_t("md");
-        md.cluster = Some("c0".into());
-        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
-        assert!(matches!(
-            decide_with(&t, &mut memory),
-            Ok(Decision::Keep(_))
-        ));
-        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
-        // At the limit, every owner is read.
-        t.cluster_owners.pop();
-        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
-        decide_with(&t, &mut memory).unwrap();
-        let reads = memory
-            .asked
-            .iter()
-            .filter(|a| a.starts_with("Cluster "))
-            .count();
-        assert_eq!(reads, MAX_CLUSTER_OWNERS);
-    }
-
-    /// Rule 5: remediation templates are kept by MachineHealthChecks, ClusterClass health checks
-    /// and a Cluster's topology health checks, and read only from those kinds.
-    #[rstest]
-    #[case::health_check("MachineHealthCheck", "spec.remediation.templateRef")]
-    #[case::cluster_class(
-        "ClusterClass",
-        "spec.controlPlane.healthCheck.remediation.templateRef"
-    )]
-    #[case::cluster_topology(
-        "Cluster",
-        "spec.topology.controlPlane.machineHealthCheck.remediationTemplate"
-    )]
-    fn rule5_remediation_templates_are_kept_by_health_checks(
-        #[case] referrer: &'static str,
-        #[case] field: &str,
-    ) {
-        let t = template(INFRASTRUCTURE_GROUP, "Metal3RemediationTemplate", "t");
-        let naming = candidate(
-            "r",
-            vec![names(
-                field,
-                INFRASTRUCTURE_GROUP,
-                "Metal3RemediationTemplate",
-                "t",
-            )],
-        );
-        let mut memory = Memory::default().with(referrer, vec![naming]);
-        assert_eq!(
-            kept(decide_with(&t, &mut memory).unwrap()),
-            vec![(referrer.into(), "r".into(), vec![field.into()])]
-        );
-        assert_eq!(
-            memory.asked,
-            ["ClusterClass", "MachineHealthCheck", "Cluster"]
-        );
-    }
-
-    #[rstest]
-    #[case::infrastructure_cluster_template(
-        INFRASTRUCTURE_GROUP,
-        "Metal3ClusterTemplate",
-        "spec.infrastructure.templateRef"
-    )]
-    #[case::control_plane_template(
-        "controlplane.cluster.x-k8s.io",
-        "KubeadmControlPlaneTemplate",
-        "spec.controlPlane.templateRef"
-    )]
-    #[case::managed_control_plane_template(
-        INFRASTRUCTURE_GROUP,
-        "AzureManagedControlPlaneTemplate",
-        "spec.controlPlane.ref"
-    )]
-    #[case::machine_pool_template(
-        INFRASTRUCTURE_GROUP,
-        "DockerMachinePoolTemplate",
-        "spec.workers.machinePools[class=p].infrastructure.templateRef"
-    )]
-    fn row3_cluster_class_templates_are_kept_by_cluster_classes_only(
-        #[case] group: &str,
-        #[case] kind_name: &str,
-        #[case] field: &str,
-    ) {
-        let mut memory = Memory::default().with(
-            "ClusterClass",
-            vec![candidate("cc", vec![names(field, group, kind_name, "t")])],
-        );
-        let t = template(group, kind_name, "t");
-        assert_eq!(
-            kept(decide_with(&t, &mut memory).unwrap()),
-            vec![("ClusterClass".into(), "cc".into(), vec![field.into()])]
-        );
-        assert_eq!(memory.asked, vec!["ClusterClass"]);
-    }
-
-    #[test]
-    fn row3_a_cluster_class_being_deleted_releases_its_templates() {
-        let mut cc = candidate(
-            "cc",
-            vec![names(
-                "spec.infrastructure.ref",
-                INFRASTRUCTURE_GROUP,
-                "Metal3ClusterTemplate",
-                "t",
-            )],
-        );
-        cc.deleting = true;
-        let mut memory = Memory::default().with("ClusterClass", vec![cc]);
-        let t = template(INFRASTRUCTURE_GROUP, "Metal3ClusterTemplate", "t");
-        assert_eq!(
-            decide_with(&t, &mut memory),
-            Ok(Decision::Release(Release::Unused))
-        );
-    }
-
-    fn cloned_from_t(name: &str, deleting: bool) -> Candidate {
-        let mut c = candidate(
-            name,
-            vec![names(
-                "metadata.annotations[cluster.x-k8s.io/cloned-from-name]",
-                INFRASTRUCTURE_GROUP,
-                "Metal3MachineTemplate",
-                "t",
-            )],
-        );
-        c.deleting = deleting;
-        c
-    }
-
-    #[rstest]
-    #[case::node_reuse_live_machine(true, false, true)]
-    #[case::node_reuse_deleting_machine(true, true, true)]
-    #[case::no_node_reuse(false, false, false)]
-    fn row4_metal3_machines_keep_a_node_reuse_template(
-        #[case] node_reuse: bool,
-        #[case] deleting: bool,
-        #[case] is_kept: bool,
-    ) {
-        let mut t = metal3("t");
-        t.node_reuse = node_reuse;
-        let mut memory =
-            Memory::default().with("Metal3Machine", vec![cloned_from_t("m", deleting)]);
-        let decision = decide_with(&t, &mut memory).unwrap();
-        assert_eq!(matches!(decision, Decision::Keep(_)), is_kept);
-        assert_eq!(
-            memory.asked.contains(&"Metal3Machine".to_string()),
-            node_reuse
-        );
-    }
-
-    /// The control planes, in catalogue order: each can keep a machine template.
-    const CONTROL_PLANES: [&str; 10] = [
-        "KubeadmControlPlane",
-        "RKE2ControlPlane",
-        "TalosControlPlane",
-        "MicroK8sControlPlane",
-        "CK8sControlPlane",
-        "K0sControlPlane",
-        "KThreesControlPlane",
-        "OCNEControlPlane",
-        "KairosControlPlane",
-        "EtcdadmCluster",
-    ];
-
-    fn machine_keepers(node_reuse: bool) -> Vec<&'static str> {
-        let mut kinds = vec!["MachineDeployment", "MachineSet"];
-        kinds.extend(CONTROL_PLANES);
-        kinds.push("ClusterClass");
-        if node_reuse {
-            kinds.push("Metal3Machine");
-        }
-        kinds
-    }
-
-    #[rstest]
-    #[case::node_reuse_machine_template(
-        INFRASTRUCTURE_GROUP,
-        "Metal3MachineTemplate",
-        true,
-        machine_keepers(true)
-    )]
-    #[case::other_machine_template(
-        INFRASTRUCTURE_GROUP,
-        "OpenStackMachineTemplate",
-        false,
-        machine_keepers(false)
-    )]
-    #[case::bootstrap_template(BOOTSTRAP_GROUP, "TalosConfigTemplate", false, vec!["MachineDeployment", "MachineSet", "KairosControlPlane", "ClusterClass"])]
-    fn rows_1_to_4_read_only_the_kinds_that_can_name_the_template(
-        #[case] group: &str,
-        #[case] kind_name: &str,
-        #[case] node_reuse: bool,
-        #[case] asked: Vec<&str>,
-    ) {
-        let mut memory = Memory::default();
-        let mut t = template(group, kind_name, "t");
-        t.node_reuse = node_reuse;
-        decide_with(&t, &mut memory).unwrap();
-        assert_eq!(memory.asked, asked);
-    }
-
-    #[test]
-    fn referrers_are_sorted_by_kind_then_name_with_sorted_fields() {
-        let both = candidate(
-            "b",
-            vec![
-                names(INFRA, INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t"),
-                names(
-                    "spec.infrastructureRef",
-                    INFRASTRUCTURE_GROUP,
-                    "Metal3MachineTemplate",
-                    "t",
-                ),
-                names(INFRA, INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t"),
-            ],
-        );
-        let mut memory = Memory::default()
-            .with("ClusterClass", vec![naming_t("a")])
-            .with("MachineSet", vec![naming_t("z"), naming_t("a")])
-            .with("RKE2ControlPlane", vec![both]);
-        assert_eq!(
-            kept(decide_with(&metal3("t"), &mut memory).unwrap()),
-            vec![
-                ("MachineSet".into(), "a".into(), vec![INFRA.into()]),
-                ("MachineSet".into(), "z".into(), vec![INFRA.into()]),
-                (
-                    "RKE2ControlPlane".into(),
-                    "b".into(),
-                    vec!["spec.infrastructureRef".into(), INFRA.into()]
-                ),
-                ("ClusterClass".into(), "a".into(), vec![INFRA.into()]),
-            ]
-        );
-    }
-
-    #[test]
-    fn row5_move_is_released_before_any_lookup() {
-        let mut t = metal3("t");
-        t.moving = true;
-        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
-        assert_eq!(
-            decide_with(&t, &mut memory),
-            Ok(Decision::Release(Release::Moving))
-        );
-        assert!(memory.asked.is_empty());
-    }
-
-    #[rstest]
-    #[case::one_deleting(vec![("c", Ok(ClusterState::Deleting))], Ok(true))]
-    #[case::one_gone(vec![("c", Ok(ClusterState::Gone))], Ok(true))]
-    #[case::one_live(vec![("c", Ok(ClusterState::Live))], Ok(false))]
-    #[case::one_of_two_live(vec![("a", Ok(ClusterState::Deleting)), ("b", Ok(ClusterState::Live))], Ok(false))]
-    #[case::lookup_fails(vec![("c", Err(Failure::Other))], Err(Failure::Other))]
-    fn row6_owning_clusters(
-        #[case] clusters: Vec<(&str, Result<ClusterState, Failure>)>,
-        #[case] released: Result<bool, Failure>,
-    ) {
-        let mut t = metal3("t");
-        let mut md = naming_t("md");
-        md.cluster = clusters.first().map(|(name, _)| name.to_string());
-        let mut memory = Memory::default().with("MachineDeployment", vec![md]);
-        for (name, state) in clusters {
-            t.cluster_owners.push(name.into());
-            memory = memory.cluster_is(name, state);
-        }
-        let decision = decide_with(&t, &mut memory);
-        assert_eq!(
-            decision
-                .map(|d| d == Decision::Release(Release::ClusterDeleted))
-                .map_err(|e| e.failure),
-            released
-        );
-    }
-
-    #[test]
-    fn row6_clusters_are_read_only_when_something_refers_to_the_template() {
-        let mut t = metal3("t");
-        t.cluster_owners = vec!["c".into()];
-        let mut memory = Memory::default();
-        assert_eq!(
-            decide_with(&t, &mut memory),
-            Ok(Decision::Release(Release::Unused))
-        );
-        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
-    }
-
-    #[test]
-    fn row6_without_cluster_owners_keeps_without_a_cluster_lookup() {
-        let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
-        assert!(matches!(
-            decide_with(&metal3("t"), &mut memory),
-            Ok(Decision::Keep(_))
-        ));
-        assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
-    }
-
-    #[test]
-    fn every_template_class_has_a_referrer() {
-        for class in TemplateClass::ALL {
-            assert!(
-                REFERRERS.iter().any(|k| k.can_keep(class, false)),
-                "{class:?}"
-            );
-        }
-        assert!(kind("Metal3Machine").only_node_reuse);
-    }
-}
+mod tests;
