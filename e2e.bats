@@ -358,6 +358,52 @@ patch_is() {
   allowed
 }
 
+@test "a Metal3DataTemplate is kept by the Metal3 objects that name it (sylva-core issue 2820)" {
+  evaluate guard-data-template-kept '{}'
+  rejected_with 409
+  message_has "Metal3DataTemplate edge-sites/edge-a-workers-metadata is still in use and was not deleted."
+  message_has "Metal3Machine edge-a-md-storage-5f7d9c8b6-x7k2p (spec.dataTemplate)"
+  message_has "Metal3MachineTemplate edge-a-workers-7f3c9d2e (spec.template.spec.dataTemplate)"
+  message_has "Metal3DataClaim edge-a-workers-7f3c9d2e-x2v9k (spec.template)"
+  message_has "CAPM3 renders no new claims from a Metal3DataTemplate that is being deleted"
+}
+
+@test "a Metal3DataTemplate nothing names is deleted" {
+  evaluate guard-data-template-unused '{}'
+  allowed
+}
+
+@test "a provider newer than the policy (Talos serving only v1alpha4) is scanned; without the grant it fails closed naming it" {
+  evaluate guard-scan-future-version '{}'
+  rejected_with 500
+  message_has "listing TalosControlPlane objects (controlplane.cluster.x-k8s.io/v1alpha4) in namespace edge-sites to scan them for references failed"
+  message_has "add apiVersion controlplane.cluster.x-k8s.io/v1alpha4, kind TalosControlPlane to its contextAwareResources"
+}
+
+@test "a CRD whose versions are all served: false is not installed and costs no list" {
+  evaluate guard-served-false '{}'
+  rejected_with 409
+  message_has "MachineDeployment edge-a-md-storage"
+}
+
+@test "a template with Cluster owners and no Cluster CRD fails closed" {
+  evaluate guard-cluster-crd-missing '{}'
+  rejected_with 500
+  message_has "without the Cluster CRD they would all read as gone"
+}
+
+@test "Kubewarden 1.36's host-capability denial gets its own hint (session written from policy-evaluator's text, not recorded)" {
+  evaluate guard-capability-denied '{}'
+  rejected_with 500
+  message_has "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability"
+  message_has "grant this policy the host capability the error names"
+}
+
+@test "mutation: with the CRD list refused, the template is read directly and the machine mutated" {
+  evaluate mutate-crd-list-refused '{}'
+  patch_is "[$(add $REUSE true),$(add $SOURCE edge-a-workers-7f3c9d2e),$(add /spec/automatedCleaningMode disabled)]"
+}
+
 @test "settings naming a key that Cluster API owns are refused" {
   run --separate-stderr env RUST_BACKTRACE=0 "$KWCTL" run --request-path test_data/requests/guard-unused-template.json \
     --settings-json '{"nodeReuseAnnotation":"cluster.x-k8s.io/cloned-from-name"}' --allow-context-aware \

@@ -367,7 +367,9 @@ impl Lookups for HostLookups<'_> {
     /// CRD list that never answers (RBAC without `list` on CRDs) cannot hold up machine creation.
     fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError> {
         let resource = &catalogue::METAL3_MACHINE_TEMPLATE;
-        let masks = catalogue::masks_of(resource);
+        // The masks of its referrer entry, so that each kind has one set of masks.
+        let masks = catalogue::referrer_of(resource)
+            .map_or_else(|| catalogue::masks_of(resource), ReferrerKind::masks);
         let auto = resource
             .setting
             .is_none_or(|s| self.settings.version(s) == VersionChoice::Auto);

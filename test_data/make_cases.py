@@ -3,7 +3,7 @@
 (test_data/sessions/) that e2e.bats replays, from the objects in test_data/objects/.
 
 Sessions follow kwctl's replay format: a YAML list of exchanges, replayed strictly in order and
-matched exactly, so the field masks below must be the ones the policy sends (src/catalogue.rs,
+matched exactly, so the field masks below must be the ones the policy sends (src/catalogue/,
 written to catalogue.json by a unit test). A list answer holds the objects as the policy server
 returns them: metadata plus masked fields. Every session that makes a lookup starts with the
 cluster-wide CRD list, from which the policy learns the installed kinds and their versions.
@@ -20,7 +20,7 @@ NS = "edge-sites"
 CAPI, CP, INFRA, BOOT = ("cluster.x-k8s.io", "controlplane.cluster.x-k8s.io",
                          "infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io")
 
-# Groups and field masks come from the policy's catalogue (src/catalogue.rs), which a unit test
+# Groups and field masks come from the policy's catalogue (src/catalogue/), which a unit test
 # writes to catalogue.json: the sessions replay exactly what the policy sends.
 CATALOGUE = json.loads((HERE / "catalogue.json").read_text())
 MASKS = {kind: entry["masks"] for kind, entry in CATALOGUE.items()}
@@ -112,16 +112,19 @@ USUAL = ["MachineDeployment", "MachineSet", "KubeadmControlPlane", "ClusterClass
          "Cluster", "Metal3Machine", "Metal3MachineTemplate"]
 
 
-def crd_call(release, also=None):
-    """The CRD list: the usual kinds at `release`, plus `also` ({kind: release})."""
-    kinds = {k: release for k in USUAL} | (also or {})
+def crd_call(release, also=None, unserved=(), without=(), error=None):
+    """The CRD list: the usual kinds at `release`, plus `also` ({kind: release}); the CRDs of
+    `unserved` list their versions with `served: false`; `without` are not installed."""
+    kinds = {k: release for k in USUAL if k not in without} | (also or {})
     crd = CATALOGUE["CustomResourceDefinition"]
     request = (f"!KubernetesListResourceAll\napi_version: {crd['group']}/v1\nkind: CustomResourceDefinition\n"
                f"label_selector: null\nfield_selector: null\nfield_masks:\n" + yaml_list(crd["masks"]))
+    if error is not None:
+        return {"type": "Exchange", "request": request, "response": {"type": "Error", "message": error}}
     items = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
               "metadata": {"name": f"{CATALOGUE[k]['plural']}.{GROUP[k]}"},
               "spec": {"group": GROUP[k], "names": {"kind": k, "plural": CATALOGUE[k]["plural"]},
-                       "versions": [{"name": v, "served": True} for v in served(r)]}}
+                       "versions": [{"name": v, "served": k not in unserved} for v in served(r)]}}
              for k, r in sorted(kinds.items())]
     payload = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitionList",
                "metadata": {"resourceVersion": "4711"}, "items": items}
@@ -261,6 +264,20 @@ topology_cluster1 = {"apiVersion": f"{CAPI}/{V1}", "kind": "Cluster",
                              "apiVersion": f"{INFRA}/{V1}", "kind": "Metal3RemediationTemplate", "name": "edge-a-remediation"}}}]}}}}
 
 
+# CAPM3's Metal3DataTemplate of the workers, as Sylva renders it with a content-hash name.
+data_template = {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3DataTemplate",
+                 "metadata": {"name": "edge-a-workers-metadata", "namespace": NS, "uid": "uid-edge-a-workers-metadata"},
+                 "spec": {"clusterName": "edge-a", "metaData": {"strings": [{"key": "role", "value": "worker"}]}}}
+claim2 = {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3DataClaim",
+          "metadata": {"name": "edge-a-workers-7f3c9d2e-x2v9k", "namespace": NS,
+                       "labels": {"cluster.x-k8s.io/cluster-name": "edge-a"}},
+          "spec": {"template": {"name": "edge-a-workers-metadata"}}}
+# Kubewarden 1.36's host-capability denial, written from policy-evaluator src/runtimes/callback.rs
+# (`host_capability_denied`); not recorded from a policy server (no kwctl or policy server here).
+CAPABILITY_DENIED = ("Policy has not been granted access to the 'kubernetes/list_resources_all' host "
+                     "capability. The violation has been reported.")
+
+
 def template_object(group, kind, name):
     """A template of another provider, as its oldObject arrives: metadata and an opaque spec."""
     return {"apiVersion": f"{group}/{V2}", "kind": kind,
@@ -389,7 +406,7 @@ CASES = {
     # A DELETE without oldObject cannot be checked: rejected.
     "guard-delete-without-oldobject": (request("DELETE", INFRA, "Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e"), []),
     # Mutation, as the MachineSet controller creates the machine (annotations present).
-    "mutate-create-from-annotations": (create(created), [crd_call(V2),
+    "mutate-create-from-annotations": (create(created), [
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: no cloned-from annotations, the MachineSet owner names the template.
     "mutate-create-owner-fallback": (create(with_meta(created, annotations={})), [crd_call(V2),
@@ -397,16 +414,57 @@ CASES = {
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: the machine already carries its own cleaning mode; only the annotations are added.
     "mutate-keeps-machine-cleaning-mode": (create(created | {"spec": created["spec"] | {"automatedCleaningMode": "metadata"}}), [
-        crd_call(V2), get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: a machine that already carries the intent (clusterctl move) gets no patch.
     "mutate-already-mutated": (create(with_meta(created, annotations=created["metadata"]["annotations"] | {
         "capi-template-guard.kubewarden.io/node-reuse": "true",
         "capi-template-guard.kubewarden.io/source-template": "edge-a-workers-7f3c9d2e"}) | {
-        "spec": created["spec"] | {"automatedCleaningMode": "disabled"}}), [crd_call(V2),
+        "spec": created["spec"] | {"automatedCleaningMode": "disabled"}}), [
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
     # Mutation: the template is gone; creation goes on, with a warning.
-    "mutate-template-missing": (create(created), [crd_call(V2),
+    "mutate-template-missing": (create(created), [
         get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True)]),
+    # Mutation with the CRD list refused (RBAC without list on CRDs: on a real policy server that
+    # list never answers): the annotations name the template, which is read at the machine's
+    # version without the CRD list, so the machine is mutated at once.
+    "mutate-crd-list-refused": (create(created), [
+        get_call("Metal3MachineTemplate", V2, "edge-a-workers-7f3c9d2e", TEMPLATE_MASKS, True, found=tpl_workers2)]),
+    # A Metal3DataTemplate (sylva-core issue 2820) is kept by the Metal3MachineTemplate, the
+    # Metal3Machine and the claim that name it; nothing but CAPM3's kinds is read for it.
+    "guard-data-template-kept": (delete(data_template), [
+        crd_call(V2, also={"Metal3DataClaim": V2, "Metal3Data": V2})] + list_at("Metal3Machine", V2, [m3m2])
+        + list_at("Metal3MachineTemplate", V2, [tpl_workers2]) + list_at("Metal3DataClaim", V2, [claim2])
+        + list_at("Metal3Data", V2, [])),
+    # Nothing names it: deleted.
+    "guard-data-template-unused": (delete(with_meta(data_template, name="edge-a-workers-metadata-0ld")), [
+        crd_call(V2, also={"Metal3DataClaim": V2, "Metal3Data": V2})] + list_at("Metal3Machine", V2, [m3m2])
+        + list_at("Metal3MachineTemplate", V2, [tpl_workers2]) + list_at("Metal3DataClaim", V2, [claim2])
+        + list_at("Metal3Data", V2, [])),
+    # A Talos release newer than the policy (only v1alpha4 served): the policy scans it, which
+    # needs v1alpha4 in contextAwareResources. metadata.yml cannot grant a version that does not
+    # exist yet, so the host refuses the scan before it reaches the session and the deletion fails
+    # closed naming the grant. (With the grant, the scan's reference keeps the template: the
+    # policy's own tests, src/tests.rs.)
+    "guard-scan-future-version": (delete(with_meta(tpl_cp2, **no_owner)), [
+        crd_call(V2, also={"TalosControlPlane": "v1alpha4"})] + list_at("MachineDeployment", V2, [md2])
+        + list_at("MachineSet", V2, [ms2]) + list_at("KubeadmControlPlane", V2, []) + list_at("ClusterClass", V2, [])
+        + list_at("Metal3Machine", V2, [])),
+    # A CRD whose versions are all served: false is not installed: RKE2 is not listed.
+    "guard-served-false": (delete(tpl_workers2), [crd_call(V2, also={"RKE2ControlPlane": V2}, unserved=("RKE2ControlPlane",))]
+                           + list_at("MachineDeployment", V2, [md2]) + list_at("MachineSet", V2, [ms2])
+                           + list_at("KubeadmControlPlane", V2, [kcp2]) + list_at("ClusterClass", V2, [])
+                           + list_at("Metal3Machine", V2, []) + [
+                               get_call("Cluster", V2, "edge-a", MASKS["Cluster"], False,
+                                        found={"apiVersion": f"{CAPI}/{V2}", "kind": "Cluster",
+                                               "metadata": {"name": "edge-a", "namespace": NS}})]),
+    # The template has a Cluster owner and no Cluster CRD is listed: every owner would read as
+    # gone and row 6 would release it, so it fails closed.
+    "guard-cluster-crd-missing": (delete(tpl_workers2), [crd_call(V2, without=("Cluster",))]
+                                  + list_at("MachineDeployment", V2, [md2]) + list_at("MachineSet", V2, [ms2])
+                                  + list_at("KubeadmControlPlane", V2, [kcp2]) + list_at("ClusterClass", V2, [])
+                                  + list_at("Metal3Machine", V2, [])),
+    # Kubewarden 1.36 refuses the host capability itself: its own 500 and hint.
+    "guard-capability-denied": (delete(tpl_workers2), [crd_call(V2, error=CAPABILITY_DENIED)]),
     # UPDATE of a Metal3Machine: no lookup, no patch.
     "mutate-update-ignored": (request("UPDATE", INFRA, "Metal3Machine", V2, created["metadata"]["name"], obj=created, old=created), []),
 }
