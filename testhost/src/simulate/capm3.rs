@@ -75,3 +75,46 @@ fn delete_one(w: &mut World) -> bool {
     w.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::world::Verdict;
+    use super::*;
+
+    /// CAPM3 <= 1.12 on a World of one Cluster and one Metal3Machine being deleted, cloned from a
+    /// nodeReuse template that still exists or is gone: the decision, and whether it was lost.
+    #[test]
+    fn the_decision_reads_the_cloned_from_template() {
+        for (template_exists, lost) in [(true, 0), (false, 1)] {
+            let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
+            let mut w = World::new(1, Default::default(), &mut admit, false);
+            w.sc.installed.metal3_v1beta2 = false;
+            w.create(Obj::new(
+                Kind::Cluster,
+                CLUSTER,
+                Spec::Cluster { paused: false },
+            ));
+            let template = Ref::new(Kind::Metal3MachineTemplate, "t-1");
+            if template_exists {
+                let spec = Spec::Template {
+                    node_reuse: true,
+                    cleaning: None,
+                };
+                w.create(Obj::new(template.kind, &template.name, spec));
+            }
+            let spec = Spec::Metal3Machine {
+                cleaning: None,
+                ready_at: 0,
+                intent: true,
+            };
+            let mut m = Obj::new(Kind::Metal3Machine, "m-1", spec);
+            m.set_cloned_from(&template);
+            m.finalizers.insert(M3M_FINALIZER.into());
+            w.create(m);
+            w.mark_deleted(Kind::Metal3Machine, "m-1");
+            Capm3.step(&mut w).unwrap();
+            assert_eq!((w.m.decisions, w.m.lost), (1, lost), "{template_exists}");
+            assert!(w.live(Kind::Metal3Machine, "m-1").is_none());
+        }
+    }
+}

@@ -136,7 +136,7 @@ impl World<'_> {
         let (verdict, mut value) = self.admit("CREATE", &obj, user, store)?;
         if !verdict.allowed {
             self.m.refused_creates += 1;
-            self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {}", verdict.message));
+            self.ev(|| format!("CREATE Metal3Machine {name} REFUSED: {}", verdict.refusal()));
             return Ok(false);
         }
         if let Some(patch) = &verdict.patch {

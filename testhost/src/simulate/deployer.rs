@@ -250,12 +250,16 @@ mod tests {
 
     #[test]
     fn argo_cd_never_prunes_owned_templates_with_or_without_the_policy() {
+        let mut leaked = 0;
         for seed in seeds(Deployer::Argo, Lifecycle::None) {
             let (metrics, trace) = run(seed, false);
-            assert_eq!(metrics.lost, 0, "seed {seed}");
-            assert!(!trace
+            let prunes = trace
                 .iter()
-                .any(|l| l.contains("argocd-application-controller: DELETE")));
+                .filter(|l| l.contains("argocd-application-controller: DELETE"));
+            assert_eq!(prunes.count(), 0, "seed {seed}");
+            leaked += metrics.leaked;
         }
+        // every retired template was owned, and left to the clean-up job
+        assert!(leaked > 0);
     }
 }

@@ -88,13 +88,11 @@ fn policy_verdict(policy: &Policy, request: &Value) -> Result<Verdict> {
             serde_json::from_slice(&bytes)
                 .map_err(|e| anyhow!("the policy's patch is not a JSON patch: {e}"))
         });
-    let message = response.status.as_ref().map(|status| {
-        let code = status.code.map(|c| c.to_string()).unwrap_or_default();
-        format!("({code}) {}", status.message.as_deref().unwrap_or_default())
-    });
+    let status = response.status.as_ref();
     Ok(Verdict {
         allowed: response.allowed,
-        message: message.unwrap_or_default(),
+        code: status.and_then(|s| s.code).unwrap_or(200),
+        message: status.and_then(|s| s.message.clone()).unwrap_or_default(),
         patch: patch.transpose()?,
     })
 }
@@ -245,7 +243,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     t.flows.values().for_each(|f| all.add(f));
     // a metric's label and how to read it
     type Row = (&'static str, fn(&Metrics) -> u64);
-    let rows: [Row; 13] = [
+    let rows: [Row; 14] = [
         ("node-reuse decisions lost (must be 0)", |m| m.lost),
         ("missing-template reconcile errors (must be 0)", |m| {
             m.missing
@@ -262,6 +260,10 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
         ("refused Metal3Machine creates (must be 0)", |m| {
             m.refused_creates
         }),
+        (
+            "clean-up passes failed on another answer than the guard's (must be 0)",
+            |m| m.cleanup_failed,
+        ),
         ("refused deletes", |m| m.refused),
         (
             "missing-template errors while the Cluster is being deleted",

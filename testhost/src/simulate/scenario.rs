@@ -95,10 +95,11 @@ impl Deployer {
             Deployer::Kustomize { retries: false } => OnRefusal::Forget,
             // gitops-engine pkg/cache/cluster.go@5baed56 (GetManagedLiveObjs): only objects
             // without ownerReferences are managed, so prune candidates (argo-cd issue 4764). A
-            // refused prune of another fails the sync operation, which the Application's
-            // syncPolicy.retry retries with backoff from 5 s, doubling (argo-cd
-            // pkg/apis/application/v1alpha1/types.go@v3.1.0, DefaultSyncRetryDuration and
-            // DefaultSyncRetryFactor; limit 5 as in the docs' example)
+            // refused prune of another fails the sync, which the Application's syncPolicy.retry
+            // retries after 5 s, doubling, at most 3 min (argo-cd
+            // pkg/apis/application/v1alpha1/types.go@6328f8b, RetryStrategy.NextRetryAt with
+            // DefaultSyncRetryDuration and DefaultSyncRetryFactor); retry.limit defaults to 0 (no
+            // retry), the simulation uses 5, the example of Argo CD's docs
             Deployer::Argo => OnRefusal::SkipOwned { retries: 5 },
             Deployer::Keep => OnRefusal::Keep,
         }
@@ -293,6 +294,8 @@ pub struct Metrics {
     pub refused: u64,
     pub retries: u64,
     pub refused_creates: u64,
+    /// Clean-up passes that failed on an answer other than the guard's refusal.
+    pub cleanup_failed: u64,
     pub admissions: u64,
     pub mutations: u64,
     pub host_calls: u64,
@@ -304,7 +307,7 @@ impl Metrics {
             ($($field:ident)*) => { $(self.$field += o.$field;)* };
         }
         add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
-        add!(refused_creates admissions mutations host_calls);
+        add!(refused_creates cleanup_failed admissions mutations host_calls);
     }
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
@@ -313,7 +316,7 @@ impl Metrics {
             .on_refusal()
             .explained_leak()
             .map_or(self.leaked, |_| 0);
-        self.lost + self.missing + self.stuck + self.left + self.refused_creates + unexplained_leaks
-            > 0
+        let must_be_zero = self.lost + self.missing + self.stuck + self.left;
+        must_be_zero + self.refused_creates + self.cleanup_failed + unexplained_leaks > 0
     }
 }

@@ -117,7 +117,8 @@ pub(super) mod testing {
         let mut admit = |request: &Value| {
             Ok(Verdict {
                 allowed: !refuse_deletes || request["operation"] != "DELETE",
-                message: "(409) in use".to_string(),
+                code: 409,
+                message: "in use".to_string(),
                 patch: None,
             })
         };

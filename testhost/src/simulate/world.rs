@@ -21,6 +21,8 @@ use crate::host::lock;
 #[derive(Debug, Clone)]
 pub struct Verdict {
     pub allowed: bool,
+    /// The status code and message of a refusal.
+    pub code: u16,
     pub message: String,
     pub patch: Option<json_patch::Patch>,
 }
@@ -29,9 +31,15 @@ impl Verdict {
     /// No policy installed: every request is allowed unchanged.
     pub const ALLOW: Verdict = Verdict {
         allowed: true,
+        code: 200,
         message: String::new(),
         patch: None,
     };
+
+    /// The refusal as the trace shows it.
+    pub fn refusal(&self) -> String {
+        format!("({}) {}", self.code, self.message)
+    }
 }
 
 /// The admission chain for guarded requests.
@@ -214,22 +222,32 @@ impl<'a> World<'a> {
 
     /// DELETE of an object; templates go through the admission chain. False when it refused.
     pub fn delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<bool> {
+        Ok(self.try_delete(kind, name, user)?.is_none())
+    }
+
+    /// DELETE of an object, templates through the admission chain: its refusal, if refused.
+    pub fn try_delete(&mut self, kind: Kind, name: &str, user: &str) -> Result<Option<Verdict>> {
         // gone or being deleted: nothing to do
         let Some(obj) = self.live(kind, name) else {
-            return Ok(true);
+            return Ok(None);
         };
         if kind.is_template() {
             let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
                 self.m.refused += 1;
                 let kind = kind.name();
-                self.ev(|| format!("{user}: DELETE {kind} {name} REFUSED: {}", verdict.message));
-                return Ok(false);
+                self.ev(|| {
+                    format!(
+                        "{user}: DELETE {kind} {name} REFUSED: {}",
+                        verdict.refusal()
+                    )
+                });
+                return Ok(Some(verdict));
             }
         }
         self.mark_deleted(kind, name);
         self.ev(|| format!("{user}: DELETE {} {name} accepted", kind.name()));
-        Ok(true)
+        Ok(None)
     }
 
     /// A template a deploy tool or controller will not try to delete again.
