@@ -42,15 +42,9 @@ fn status(code: u16, reason: &str, message: &str) -> Answer {
     ))
 }
 
-/// The guard as examples/cluster-admission-policy-guard.yaml installs it, active.
+/// The guard of the core crate's tables (collector/core/tests/guard.json).
 fn policy() -> Value {
-    json!({
-        "apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
-        "metadata": {"name": "capi-template-guard"},
-        "spec": {"mode": "protect", "failurePolicy": "Fail", "settings": {},
-            "rules": [{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates"], "operations": ["DELETE"]}]},
-        "status": {"mode": "protect", "policyStatus": "active"},
-    })
+    serde_json::from_str(include_str!("../core/tests/guard.json")).unwrap()
 }
 
 fn template(name: &str, created: &str) -> Value {
@@ -245,22 +239,18 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
         assert_eq!(line.1, verdict, "{name}: {line:?}");
         assert!(line.2.starts_with(detail), "{name}: {line:?}");
     };
-    expect("free", "deleted", "");
-    expect(
-        "in-use",
-        "kept",
-        "in-use is referenced by MachineSet edge/md-7f9c",
-    );
-    expect("gone", "already gone", "");
-    expect("forbidden", "failed", "403 Forbidden: ");
-    expect(
-        "broken",
-        "failed",
-        "500 InternalError: Internal error occurred: failed calling webhook",
-    );
-    expect("recreated", "kept", "changed since it was listed");
-    expect("slow", "failed", "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s");
-    expect("young", "kept", "younger than --min-age");
+    for (name, verdict, detail) in [
+        ("free", "deleted", ""),
+        ("in-use", "kept", "in-use is referenced by MachineSet edge/md-7f9c"),
+        ("gone", "already gone", ""),
+        ("forbidden", "failed", "403 Forbidden: "),
+        ("broken", "failed", "500 InternalError: Internal error occurred: failed calling webhook"),
+        ("recreated", "kept", "changed since it was listed"),
+        ("slow", "failed", "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s"),
+        ("young", "kept", "younger than --min-age"),
+    ] {
+        expect(name, verdict, detail);
+    }
     assert_eq!(report.closing_line(), "deleted 1, kept 3, failed 3");
     assert_eq!(report.exit_code(), FAILED);
     // the list followed continue over four pages

@@ -37,15 +37,19 @@ fn m3mt(version: &str) -> Kind {
     )
 }
 
-/// The guard as examples/cluster-admission-policy-guard.yaml installs it, active.
+/// The guard as examples/cluster-admission-policy-guard.yaml installs it (Metal3MachineTemplates
+/// only), active; the binary's tests use the same file.
 fn good_policy() -> Value {
-    json!({
-        "apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
-        "metadata": {"name": "capi-template-guard"},
-        "spec": {"mode": "protect", "failurePolicy": "Fail", "settings": {},
-            "rules": [{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates"], "operations": ["DELETE"]}]},
-        "status": {"mode": "protect", "policyStatus": "active"},
-    })
+    serde_json::from_str(include_str!("guard.json")).unwrap()
+}
+
+fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+    }
 }
 
 fn with(mut policy: Value, pointer: &str, value: Value) -> Value {
@@ -298,19 +302,13 @@ status:
     )
     .unwrap();
     let refs = flux_kustomization(&k).unwrap();
-    let r = |g: &str, kd: &str, ns: &str, n: &str| ObjectRef {
-        group: g.into(),
-        kind: kd.into(),
-        namespace: ns.into(),
-        name: n.into(),
-    };
     assert_eq!(
         refs,
         vec![
-            r(INFRA, "Metal3MachineTemplate", "edge", "site-a-md-v2"),
-            r("", "ConfigMap", "edge", "site-a"),
-            r("", "Namespace", "", "edge"),
-            r(
+            oref(INFRA, "Metal3MachineTemplate", "edge", "site-a-md-v2"),
+            oref("", "ConfigMap", "edge", "site-a"),
+            oref("", "Namespace", "", "edge"),
+            oref(
                 "rbac.authorization.k8s.io",
                 "ClusterRole",
                 "",
@@ -342,18 +340,8 @@ fn argo_status_resources_name_group_kind_namespace_and_name() {
     assert_eq!(
         argo_application(&app).unwrap(),
         vec![
-            ObjectRef {
-                group: INFRA.into(),
-                kind: "Metal3MachineTemplate".into(),
-                namespace: "edge".into(),
-                name: "site-a-md-v2".into()
-            },
-            ObjectRef {
-                group: "".into(),
-                kind: "Namespace".into(),
-                namespace: "".into(),
-                name: "edge".into()
-            },
+            oref(INFRA, "Metal3MachineTemplate", "edge", "site-a-md-v2"),
+            oref("", "Namespace", "", "edge"),
         ]
     );
     let bad = json!({"metadata": {"name": "a", "namespace": "argocd"}, "status": {"resources": [{"kind": "X"}]}});
@@ -409,18 +397,8 @@ fn helm_release_secrets_decode_to_their_manifest_objects(#[case] gzip: bool) {
     assert_eq!(
         revision.objects,
         vec![
-            ObjectRef {
-                group: INFRA.into(),
-                kind: "Metal3MachineTemplate".into(),
-                namespace: "edge".into(),
-                name: "site-a-md-v2".into()
-            },
-            ObjectRef {
-                group: "".into(),
-                kind: "ConfigMap".into(),
-                namespace: "other".into(),
-                name: "cm".into()
-            },
+            oref(INFRA, "Metal3MachineTemplate", "edge", "site-a-md-v2"),
+            oref("", "ConfigMap", "other", "cm"),
         ]
     );
 }
