@@ -94,14 +94,18 @@ pub enum Lookup {
         namespace: String,
         name: String,
     },
-    /// A list of a kind the catalogue does not know whole, scanned for references; its names
-    /// come from its CRD.
-    Scan {
-        api_version: String,
-        kind: String,
-        plural: String,
-        namespace: String,
-    },
+    /// A list of a kind the catalogue does not know whole, scanned for references (boxed: its
+    /// names are strings from the CRD, and every `Result` carries a `Lookup`).
+    Scan(Box<Scanned>),
+}
+
+/// What a scan listed: names from the kind's CRD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanned {
+    pub api_version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespace: String,
 }
 
 impl Lookup {
@@ -109,8 +113,8 @@ impl Lookup {
         match self {
             Lookup::ListAll { api_version, .. }
             | Lookup::List { api_version, .. }
-            | Lookup::Get { api_version, .. }
-            | Lookup::Scan { api_version, .. } => api_version,
+            | Lookup::Get { api_version, .. } => api_version,
+            Lookup::Scan(scan) => &scan.api_version,
         }
     }
 
@@ -120,13 +124,13 @@ impl Lookup {
             Lookup::ListAll { resource, .. }
             | Lookup::List { resource, .. }
             | Lookup::Get { resource, .. } => Some(resource),
-            Lookup::Scan { .. } => None,
+            Lookup::Scan(_) => None,
         }
     }
 
     pub fn kind(&self) -> &str {
         match (self, self.resource()) {
-            (Lookup::Scan { kind, .. }, _) => kind,
+            (Lookup::Scan(scan), _) => &scan.kind,
             (_, Some(resource)) => resource.kind,
             (_, None) => "",
         }
@@ -135,7 +139,7 @@ impl Lookup {
     /// The resource name RBAC rules use, from the catalogue or the scanned kind's CRD.
     pub fn plural(&self) -> &str {
         match (self, self.resource()) {
-            (Lookup::Scan { plural, .. }, _) => plural,
+            (Lookup::Scan(scan), _) => &scan.plural,
             (_, Some(resource)) => resource.plural,
             (_, None) => "",
         }

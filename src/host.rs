@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use crate::capi::{Kinded, List, Object};
 use crate::catalogue::{Resource, SCAN_MASKS};
-use crate::error::{Failure, Lookup, LookupError};
+use crate::error::{Failure, Lookup, LookupError, Scanned};
 
 pub trait Host {
     fn list_resources_by_namespace(
@@ -195,12 +195,12 @@ pub fn list_scanned(
         field_masks: Some(SCAN_MASKS.iter().map(|m| m.to_string()).collect()),
     };
     let answer = host.list_resources_by_namespace(&request);
-    let lookup = Lookup::Scan {
+    let lookup = Lookup::Scan(Box::new(Scanned {
         api_version: request.api_version,
         kind: request.kind,
         plural: plural.to_string(),
         namespace: request.namespace,
-    };
+    }));
     items(lookup, kind, answer)
 }
 

@@ -186,16 +186,11 @@ fn lookup_text(lookup: &Lookup) -> String {
             "getting {} ({api_version})",
             object_name(resource.kind, namespace, name)
         ),
-        Lookup::Scan {
-            api_version,
-            kind,
-            namespace,
-            ..
-        } => format!(
+        Lookup::Scan(scan) => format!(
             "listing {} objects ({}) in namespace {} to scan them for references",
-            clip(kind, MAX_SHORT),
-            clip(api_version, MAX_SHORT * 2),
-            clip(namespace, MAX_SHORT)
+            clip(&scan.kind, MAX_SHORT),
+            clip(&scan.api_version, MAX_SHORT * 2),
+            clip(&scan.namespace, MAX_SHORT)
         ),
     }
 }
@@ -242,7 +237,7 @@ pub fn lookup_hint(error: &LookupError) -> String {
             "The policy learns which providers are installed from the CRDs: add apiVersion {}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}.",
             error.lookup.api_version()
         ),
-        Failure::AccessDenied if matches!(error.lookup, Lookup::Scan { .. }) => format!(
+        Failure::AccessDenied if matches!(error.lookup, Lookup::Scan(_)) => format!(
             "The policy does not know {kind} at {api_version} and scans it for references to the template: add apiVersion {api_version}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}."
         ),
         Failure::AccessDenied => format!(
