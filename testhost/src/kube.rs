@@ -1,8 +1,6 @@
-//! What the simulated API server of `simulate` and `bench` shares with the real host:
-//! field masks as the policy server's reflectors apply them (metadata whole, `managedFields`
-//! stripped, the rest pruned to the masked paths), list answers, the CRD list the policy reads
-//! its installed kinds from, and the error texts kwctl 1.36's host gives for a kind, a
-//! group/version or an object that does not exist.
+//! What the simulated API server (`simulate`, `bench`) shares with the real host: lists as the
+//! policy server's reflectors keep them, list answers, the CRD list, and the error texts kwctl
+//! 1.36's host gives for a kind, a group/version or an object that does not exist.
 
 use std::collections::{BTreeSet, HashMap};
 

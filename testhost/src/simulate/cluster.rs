@@ -7,20 +7,11 @@ use anyhow::Result;
 use super::objects::*;
 use super::world::{Actor, World};
 
-#[derive(Debug, Default)]
-pub struct ClusterController;
-
-impl Actor for ClusterController {
-    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let did = reconcile_delete(w);
-        Ok(Some(w.requeue(did)))
-    }
-}
-
-fn reconcile_delete(w: &mut World) -> bool {
+/// One reconcile of the Cluster being deleted; true when it changed something.
+pub fn reconcile_delete(w: &mut World) -> Result<bool> {
     let deleting = w.read(|s| s.get(Kind::Cluster, CLUSTER).map(|c| c.deleting.is_some()));
     if deleting != Some(true) {
-        return false;
+        return Ok(false);
     }
     // workers first, then the control plane, then the Cluster
     let workers: Vec<Obj> = w.read(|s| {
@@ -33,28 +24,28 @@ fn reconcile_delete(w: &mut World) -> bool {
         w.mark_deleted(o.kind, &o.name);
     }
     if did {
-        return true;
+        return Ok(true);
     }
     let workers_left = w.read(|s| {
         s.of_kind(Kind::Metal3Machine)
             .any(|m| m.controlled_by(Kind::MachineSet, None))
     });
     if !workers.is_empty() || workers_left {
-        return false;
+        return Ok(false);
     }
     let kind = w.sc.cp_kind;
     if let Some(live) = w.read(|s| s.get(kind, CP).map(|cp| cp.deleting.is_none())) {
         if live {
             w.mark_deleted(kind, CP);
         }
-        return live;
+        return Ok(live);
     }
     if w.read(|s| s.of_kind(Kind::Metal3Machine).next().is_some()) {
-        return false;
+        return Ok(false);
     }
     w.write(|s| s.drop_finalizer(Kind::Cluster, CLUSTER, CLUSTER_FINALIZER));
     w.ev(|| "Cluster edge-a gone".to_string());
-    true
+    Ok(true)
 }
 
 /// The lifecycle "Cluster deletion": an admin deletes the Cluster, once.

@@ -7,19 +7,10 @@
 use anyhow::Result;
 
 use super::objects::*;
-use super::world::{Actor, World};
+use super::world::World;
 
-#[derive(Debug, Default)]
-pub struct CpController;
-
-impl Actor for CpController {
-    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let did = reconcile(w)?;
-        Ok(Some(w.requeue(did)))
-    }
-}
-
-fn reconcile(w: &mut World) -> Result<bool> {
+/// One reconcile; true when it changed something.
+pub fn reconcile(w: &mut World) -> Result<bool> {
     let kind = w.sc.cp_kind;
     let Some(Obj {
         spec: Spec::ControlPlane(cp),

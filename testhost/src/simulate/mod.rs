@@ -156,7 +156,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         for with_policy in [true, false] {
             let (sc, metrics, trace) = run_seed(with_policy.then_some(&policy), &api, seed, true)?;
             let with = if with_policy { "with" } else { "without" };
-            println!("seed {seed} {with} the policy: {}", sc.describe());
+            println!("seed {seed} {with} the policy: {sc:?}");
             println!("  {}\n  => {metrics:?}\n", trace.join("\n  "));
             failed |= with_policy && metrics.failed(sc.deployer);
         }
@@ -221,8 +221,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     for &seed in totals.failing.iter().take(args.show_failures) {
         let (sc, metrics, trace) = run_seed(Some(&policy), &api, seed, true)?;
         println!(
-            "\nseed {seed}: {}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
-            sc.describe(),
+            "\nseed {seed}: {sc:?}\n  {metrics:?}\n  reproduce: testhost simulate --seed {seed} {}",
             args.policy
         );
         println!("  {}", trace.join("\n  "));
@@ -241,45 +240,9 @@ fn markdown(rows: Vec<Vec<String>>) -> String {
 fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     let mut all = Flow::default();
     t.flows.values().for_each(|f| all.add(f));
-    // a metric's label and how to read it
-    type Row = (&'static str, fn(&Metrics) -> u64);
-    let rows: [Row; 14] = [
-        ("node-reuse decisions lost (must be 0)", |m| m.lost),
-        ("missing-template reconcile errors (must be 0)", |m| {
-            m.missing
-        }),
-        ("stuck flows (must be 0)", |m| m.stuck),
-        (
-            "templates leaked: a delete given up or never made (explained flows only)",
-            |m| m.leaked,
-        ),
-        (
-            "templates left at the end, nothing collected them (must be 0)",
-            |m| m.left,
-        ),
-        ("refused Metal3Machine creates (must be 0)", |m| {
-            m.refused_creates
-        }),
-        (
-            "clean-up passes failed on another answer than the guard's (must be 0)",
-            |m| m.cleanup_failed,
-        ),
-        ("refused deletes", |m| m.refused),
-        (
-            "missing-template errors while the Cluster is being deleted",
-            |m| m.missing_cluster_deleting,
-        ),
-        ("retries", |m| m.retries),
-        ("node-reuse decisions made", |m| m.decisions),
-        ("Metal3Machines annotated", |m| m.mutations),
-        ("guarded requests (evaluations, with the policy)", |m| {
-            m.admissions
-        }),
-        ("host calls", |m| m.host_calls),
-    ];
     let header = ["metric", "with policy", "without policy"].map(String::from);
-    let totals = rows.iter().map(|(label, get)| {
-        let (with, without) = (get(&all.with), get(&all.without));
+    let rows = all.with.rows().into_iter().zip(all.without.rows());
+    let totals = rows.map(|((label, with), (_, without))| {
         [label.to_string(), with.to_string(), without.to_string()]
     });
     let totals = std::iter::once(header).chain(totals).map(Vec::from);

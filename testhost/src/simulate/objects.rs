@@ -156,23 +156,6 @@ impl Installed {
         };
         format!("{}/{version}", kind.group())
     }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "CAPI {}, CAPM3 {}, RKE2 {}",
-            if self.capi_v1beta2 { ">=1.11" } else { "1.10" },
-            if self.metal3_v1beta2 {
-                ">=1.13"
-            } else {
-                "<=1.12"
-            },
-            match self.rke2 {
-                None => "not installed",
-                Some(true) => ">=0.22",
-                Some(false) => "0.21",
-            }
-        )
-    }
 }
 
 /// A reference to a template (same namespace).

@@ -252,28 +252,6 @@ impl Scenario {
         };
         sc
     }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "{} {}; {}; {} x{} (maxSurge {}); MDs {:?} (replicas, maxSurge, maxUnavailable); nodeReuse {}; upgrade workers {} bootstrap {} control plane {}; old MachineSets deleted {}; MD removed from topology {}; upgrade at {} s, lifecycle at {} s; control-plane deletion needs its template {}",
-            self.deployer.name(),
-            self.lifecycle.label(),
-            self.installed.describe(),
-            self.cp_kind.name(),
-            self.cp_replicas,
-            self.cp_surge,
-            self.mds,
-            self.node_reuse,
-            self.upgrade_workers,
-            self.upgrade_bootstrap,
-            self.upgrade_cp,
-            self.delete_old_ms,
-            self.remove_md,
-            self.upgrade_at,
-            self.lifecycle_at,
-            self.cp_needs_template_on_delete,
-        )
-    }
 }
 
 /// What one run measured.
@@ -308,6 +286,47 @@ impl Metrics {
         }
         add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
         add!(refused_creates cleanup_failed admissions mutations host_calls);
+    }
+
+    /// The first table's rows: label and value.
+    pub fn rows(&self) -> [(&'static str, u64); 14] {
+        [
+            ("node-reuse decisions lost (must be 0)", self.lost),
+            (
+                "missing-template reconcile errors (must be 0)",
+                self.missing,
+            ),
+            ("stuck flows (must be 0)", self.stuck),
+            (
+                "templates leaked: a delete given up or never made (explained flows only)",
+                self.leaked,
+            ),
+            (
+                "templates left at the end, nothing collected them (must be 0)",
+                self.left,
+            ),
+            (
+                "refused Metal3Machine creates (must be 0)",
+                self.refused_creates,
+            ),
+            (
+                "clean-up passes failed on another answer (must be 0)",
+                self.cleanup_failed,
+            ),
+            ("refused deletes", self.refused),
+            (
+                "missing-template errors while the Cluster is being deleted",
+                self.missing_cluster_deleting,
+            ),
+            ("retries", self.retries),
+            ("node-reuse decisions made", self.decisions),
+            ("Metal3Machines annotated", self.mutations),
+            (
+                "guarded requests (evaluations, with the policy)",
+                self.admissions,
+            ),
+            ("host calls", self.host_calls),
+        ]
     }
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.

@@ -10,9 +10,9 @@ use anyhow::Result;
 use super::api::Api;
 use super::capm3::Capm3;
 use super::cleanup::CleanupJob;
-use super::cluster::{ClusterController, ClusterDeletion};
+use super::cluster::{self, ClusterDeletion};
 use super::clusterctl::Clusterctl;
-use super::controlplane::CpController;
+use super::controlplane;
 use super::deployer::DeployTool;
 use super::gc::GarbageCollector;
 use super::machinedeployment::MdController;
@@ -20,8 +20,8 @@ use super::machineset::MsController;
 use super::namespace::NamespaceController;
 use super::objects::HOUR;
 use super::scenario::{Lifecycle, Metrics, Scenario};
-use super::topology::Topology;
-use super::world::{Actor, Admit, World};
+use super::topology;
+use super::world::{Actor, Admit, Controller, World};
 
 /// Everything settles before this (the clean-up job runs hourly until then).
 const HORIZON: u64 = 12 * HOUR;
@@ -53,14 +53,14 @@ pub fn run(
         sc.upgrade_at,
     );
     if w.topology() {
-        add(&mut w, Box::new(Topology), 5);
+        add(&mut w, Box::new(Controller(topology::reconcile)), 5);
     }
     let controllers: [Box<dyn Actor>; 6] = [
         Box::new(MdController::default()),
         Box::new(MsController::default()),
-        Box::new(CpController),
+        Box::new(Controller(controlplane::reconcile)),
         Box::new(Capm3),
-        Box::new(ClusterController),
+        Box::new(Controller(cluster::reconcile_delete)),
         Box::new(GarbageCollector::default()),
     ];
     for actor in controllers {

@@ -7,19 +7,10 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 
 use super::objects::*;
-use super::world::{Actor, Backoff, World};
+use super::world::{Backoff, World};
 
-#[derive(Debug, Default)]
-pub struct Topology;
-
-impl Actor for Topology {
-    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let did = reconcile(w)?;
-        Ok(Some(w.requeue(did)))
-    }
-}
-
-fn reconcile(w: &mut World) -> Result<bool> {
+/// One reconcile; true when it changed something.
+pub fn reconcile(w: &mut World) -> Result<bool> {
     let (paused, deleting) = w.cluster_state();
     // a Cluster that is gone reads as paused
     if paused || deleting {

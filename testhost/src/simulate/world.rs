@@ -51,6 +51,17 @@ pub trait Actor {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>>;
 }
 
+/// A controller that reconciles everything it watches at each wake-up (`true`: it changed
+/// something), woken again soon after a change, else at its resync.
+pub struct Controller(pub fn(&mut World) -> Result<bool>);
+
+impl Actor for Controller {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let did = (self.0)(w)?;
+        Ok(Some(w.requeue(did)))
+    }
+}
+
 /// What actors publish for others: a release's status, a move's result.
 #[derive(Debug, Clone, Default)]
 pub struct Status {
