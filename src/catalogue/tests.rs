@@ -1,5 +1,6 @@
-//! The catalogue's tests: guarded kinds, who keeps what, and that the files shipped with the
-//! policy (metadata.yml, the example policies, test_data/catalogue.json) agree with it.
+//! The catalogue's tests: guarded kinds, who keeps what, and the files it writes for the fixture
+//! generator and the packaging tests (test_data/catalogue.json, test_data/guarded.json), which
+//! check metadata.yml and the example policies against it (tests/packaging).
 use super::*;
 use rstest::rstest;
 use TemplateClass::*;
@@ -111,165 +112,57 @@ fn catalogue_json_is_in_sync() {
     }
 }
 
-fn yaml(path: &str) -> Vec<serde_json::Value> {
-    let file = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-    text.split("\n---")
-        .map(|doc| {
-            yaml_serde::from_str::<serde_json::Value>(doc).unwrap_or_else(|e| panic!("{file}: {e}"))
-        })
-        .filter(|doc| !doc.is_null())
-        .collect()
-}
-
-/// (group, plural) of every DELETE rule.
-fn guarded_plurals(rules: &serde_json::Value) -> std::collections::BTreeSet<(String, String)> {
-    let mut out = std::collections::BTreeSet::new();
-    for rule in rules.as_array().expect("rules are a list") {
-        if !rule["operations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|o| o == "DELETE")
-        {
-            continue;
-        }
-        for group in rule["apiGroups"].as_array().unwrap() {
-            for plural in rule["resources"].as_array().unwrap() {
-                out.insert((
-                    group.as_str().unwrap().to_string(),
-                    plural.as_str().unwrap().to_string(),
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// metadata.yml, the guard example and artifacthub-pkg.yml guard the same plurals, and each
-/// one is a kind the catalogue guards: a rule the code would wave through is a mistake.
+/// test_data/guarded.json: what the guard recognises, as the packaging tests check the shipped
+/// rules against it (tests/packaging): per entry the group, whether its subgroups count, and the
+/// plural suffix, or a whole plural. Rewritten when stale, like catalogue.json.
 #[test]
-fn shipped_rules_agree_and_name_only_guarded_kinds() {
-    let metadata = &yaml("metadata.yml")[0];
-    let from_metadata = guarded_plurals(&metadata["rules"]);
-    let example = yaml("examples/cluster-admission-policy-guard.yaml")
-        .into_iter()
-        .find(|d| d["kind"] == "ClusterAdmissionPolicy")
-        .expect("a ClusterAdmissionPolicy");
-    assert_eq!(
-        guarded_plurals(&example["spec"]["rules"]),
-        from_metadata,
-        "guard example"
+fn guarded_json_is_in_sync() {
+    let mut entries: Vec<serde_json::Value> = GUARDED
+        .iter()
+        .map(|g| {
+            let (group, subgroups) = match g.groups {
+                Groups::Infrastructure => (INFRASTRUCTURE_GROUP, true),
+                Groups::Bootstrap => (BOOTSTRAP_GROUP, false),
+                Groups::ControlPlane => (CONTROL_PLANE_GROUP, false),
+            };
+            serde_json::json!({"group": group, "subgroups": subgroups,
+                "suffix": plural_of(g.suffix).to_lowercase()})
+        })
+        .collect();
+    entries.push(
+        serde_json::json!({"group": INFRASTRUCTURE_GROUP, "subgroups": false,
+        "plural": plural_of(METAL3_DATA_TEMPLATE).to_lowercase()}),
     );
-    let pkg = &yaml("artifacthub-pkg.yml")[0];
-    let pkg_rules: serde_json::Value =
-        yaml_serde::from_str(pkg["annotations"]["kubewarden/rules"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        guarded_plurals(&pkg_rules),
-        from_metadata,
-        "artifacthub-pkg.yml"
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&serde_json::Value::Array(entries)).unwrap()
     );
-    for (group, plural) in &from_metadata {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test_data/guarded.json");
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
+        std::fs::write(path, &text).unwrap();
+        panic!("{path} was stale and has been rewritten: commit it");
+    }
+    // The file agrees with the code: every entry's plural is what the code guards.
+    for (group, plural) in [
+        (INFRASTRUCTURE_GROUP, "metal3machinetemplates"),
+        (
+            "vmware.infrastructure.cluster.x-k8s.io",
+            "vspheremachinetemplates",
+        ),
+        (INFRASTRUCTURE_GROUP, "metal3datatemplates"),
+        (BOOTSTRAP_GROUP, "kubeadmconfigtemplates"),
+        (CONTROL_PLANE_GROUP, "kubeadmcontrolplanetemplates"),
+    ] {
         assert!(
             template_class_of_plural(group, plural).is_some(),
-            "{group}/{plural} is not a guarded kind"
-        );
-    }
-    // At least every provider the README promises.
-    for plural in [
-        "metal3machinetemplates",
-        "metal3clustertemplates",
-        "openstackmachinetemplates",
-        "vspheremachinetemplates",
-        "dockermachinetemplates",
-        "dockermachinepooltemplates",
-        "awsmachinetemplates",
-        "azuremachinetemplates",
-        "azuremanagedcontrolplanetemplates",
-        "gcpmachinetemplates",
-        "hcloudmachinetemplates",
-        "proxmoxmachinetemplates",
-        "nutanixmachinetemplates",
-        "ibmvpcmachinetemplates",
-        "ocimachinetemplates",
-        "kubevirtmachinetemplates",
-        "byomachinetemplates",
-        "cloudstackmachinetemplates",
-        "oscmachinetemplates",
-        "tinkerbellmachinetemplates",
-        "maasmachinetemplates",
-        "linodemachinetemplates",
-        "domachinetemplates",
-        "kubeadmconfigtemplates",
-        "rke2configtemplates",
-        "talosconfigtemplates",
-        "k0sworkerconfigtemplates",
-        "microk8sconfigtemplates",
-        "eksconfigtemplates",
-        "kubeadmcontrolplanetemplates",
-        "rke2controlplanetemplates",
-        "k0smotroncontrolplanetemplates",
-    ] {
-        assert!(
-            from_metadata.iter().any(|(_, p)| p == plural),
-            "{plural} is not guarded"
+            "{plural}"
         );
     }
 }
 
-/// The policy server stops an evaluation after timeoutEvalSeconds (2 s by default) and refuses
-/// it with a 500 that no failurePolicy turns into an accept. The guard (failurePolicy: Fail)
-/// leaves the first lists of a namespace room, below the webhook's own timeout, so the user reads
-/// the policy's answer. The mutation must never block: its evaluation may run as long as the
-/// webhook, so a slow one ends as a webhook timeout, which its failurePolicy: Ignore accepts.
+/// The version settings are settings the policy knows, and each pins some kind.
 #[test]
-fn example_policies_give_the_evaluation_room_the_failure_policy_needs() {
-    for (file, failure_policy) in [
-        ("examples/cluster-admission-policy-guard.yaml", "Fail"),
-        ("examples/cluster-admission-policy-mutate.yaml", "Ignore"),
-    ] {
-        let policy = yaml(file)
-            .into_iter()
-            .find(|d| d["kind"] == "ClusterAdmissionPolicy")
-            .expect("a ClusterAdmissionPolicy");
-        let spec = &policy["spec"];
-        let eval = spec["timeoutEvalSeconds"].as_u64().unwrap_or(2);
-        let webhook = spec["timeoutSeconds"].as_u64().unwrap_or(10);
-        assert_eq!(spec["failurePolicy"], failure_policy, "{file}");
-        let fits = match failure_policy {
-            "Fail" => eval > 2 && eval < webhook,
-            _ => eval == webhook,
-        };
-        assert!(
-            fits,
-            "{file}: timeoutEvalSeconds {eval}, timeoutSeconds {webhook}"
-        );
-    }
-}
-
-/// metadata.yml grants exactly what the policy reads, each kind at both versions.
-#[test]
-fn context_aware_resources_are_what_the_catalogue_reads() {
-    let metadata = &yaml("metadata.yml")[0];
-    let listed: std::collections::BTreeSet<(String, String)> = metadata["contextAwareResources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["apiVersion"].as_str().unwrap().to_string(),
-                r["kind"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let read: std::collections::BTreeSet<(String, String)> = resources_read()
-        .flat_map(|r| {
-            r.versions
-                .iter()
-                .map(move |v| (r.api_version(v), r.kind.to_string()))
-        })
-        .collect();
-    assert_eq!(listed, read);
+fn every_version_setting_is_a_known_setting() {
     let settings: Vec<&str> = resources_read()
         .filter_map(|r| r.setting.map(|s| s.name()))
         .collect();
@@ -291,4 +184,68 @@ fn reads_and_fields_are_sorted_and_unique() {
         assert_eq!(sorted, list, "{kind}");
     }
     assert_eq!(cluster_kind().resource, CLUSTER);
+}
+
+/// Why a catalogue path cannot be read, if it cannot: a referrer field must start at `spec` or
+/// `status` (the roots references are walked from), a read at `metadata`, `spec` or `status`.
+/// A typo such as `sepc.` would otherwise be read as absent, which fails open.
+fn path_problem(path: &str, roots: &[&str]) -> Option<String> {
+    let root = path.split('.').next().unwrap_or_default();
+    let segments_ok = path.split('.').all(|s| {
+        let (name, key) = split_key(s);
+        !name.is_empty() && key.is_none_or(|k| !k.is_empty())
+    });
+    match (roots.contains(&root) && path.contains('.'), segments_ok) {
+        (true, true) => None,
+        (false, _) => Some(format!("{path} does not start at {roots:?}")),
+        (_, false) => Some(format!("{path} has an empty segment")),
+    }
+}
+
+const FIELD_ROOTS: [&str; 2] = ["spec", "status"];
+const READ_ROOTS: [&str; 3] = ["metadata", "spec", "status"];
+
+#[rstest]
+#[case::typo("sepc.infrastructureRef", &FIELD_ROOTS, false)]
+#[case::metadata_is_no_field("metadata.name", &FIELD_ROOTS, false)]
+#[case::bare_root("spec", &FIELD_ROOTS, false)]
+#[case::empty_segment("spec..infrastructureRef", &FIELD_ROOTS, false)]
+#[case::empty_key("spec.workers.machineDeployments[].x", &FIELD_ROOTS, false)]
+#[case::good_field("spec.workers.machineDeployments[class].x", &FIELD_ROOTS, true)]
+#[case::good_read("metadata.name", &READ_ROOTS, true)]
+fn the_path_check_catches_typos(
+    #[case] path: &str,
+    #[case] roots: &[&str],
+    #[case] readable: bool,
+) {
+    assert_eq!(path_problem(path, roots).is_none(), readable);
+}
+
+/// Every path of the catalogue, each field of each kind: a kind with one good field and one typo
+/// fails here.
+#[test]
+fn every_catalogue_path_starts_at_a_root_the_object_has() {
+    for referrer in &REFERRERS {
+        for field in referrer.fields {
+            assert_eq!(
+                path_problem(field, &FIELD_ROOTS),
+                None,
+                "{}",
+                referrer.kind()
+            );
+        }
+        for implied in referrer.implied {
+            assert!(
+                referrer.fields.contains(&implied.field),
+                "{}: implied kind at {}, which is not one of its fields",
+                referrer.kind(),
+                implied.field
+            );
+        }
+    }
+    for resource in resources_read() {
+        for read in resource.reads {
+            assert_eq!(path_problem(read, &READ_ROOTS), None, "{}", resource.kind);
+        }
+    }
 }

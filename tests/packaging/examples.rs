@@ -431,3 +431,167 @@ fn kubectl_builds_the_kustomization_with_and_without_the_component() {
         assert_eq!(policy["spec"]["policyServer"], "capi-template-guard");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rules: what the shipped files guard
+
+/// (group, plural) of every DELETE rule.
+fn guarded_plurals(rules: &Value, what: &str) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (i, rule) in rules.as_array().unwrap_or(&Vec::new()).iter().enumerate() {
+        let rule = Rule::parse(rule, &format!("{what} rules[{i}]"));
+        for (group, _, resource, operation) in rule.tuples() {
+            if operation == "DELETE" {
+                out.insert((group, resource));
+            }
+        }
+    }
+    out
+}
+
+/// Whether the guard recognises `plural` in `group`, by test_data/guarded.json (written from the
+/// catalogue by its unit test): a group (or one of its subgroups, where the entry says so) and a
+/// plural suffix that is not the whole plural, or a whole plural.
+fn is_guarded(group: &str, plural: &str) -> bool {
+    let entries: Value = serde_json::from_str(&read("test_data/guarded.json"))
+        .expect("test_data/guarded.json is JSON");
+    entries.as_array().expect("a list").iter().any(|e| {
+        let g = e["group"].as_str().unwrap_or_default();
+        let in_group = group == g || (e["subgroups"] == true && group.ends_with(&format!(".{g}")));
+        let by_suffix = e["suffix"]
+            .as_str()
+            .is_some_and(|s| plural.len() > s.len() && plural.ends_with(s));
+        in_group && (by_suffix || e["plural"].as_str() == Some(plural))
+    })
+}
+
+/// metadata.yml, the guard example and artifacthub-pkg.yml guard the same plurals, and each
+/// one is a kind the policy guards: a rule the code would wave through is a mistake.
+#[test]
+fn shipped_rules_agree_and_name_only_guarded_kinds() {
+    let metadata = yaml_file("metadata.yml");
+    let from_metadata = guarded_plurals(&metadata["rules"], "metadata.yml");
+    let example = admission_policies()
+        .into_iter()
+        .find(|(file, _)| file.ends_with("cluster-admission-policy-guard.yaml"))
+        .expect("the guard example");
+    assert_eq!(
+        guarded_plurals(&example.1["spec"]["rules"], &example.0),
+        from_metadata,
+        "guard example"
+    );
+    let pkg = yaml_file("artifacthub-pkg.yml");
+    let pkg_rules = yaml_str(
+        "artifacthub-pkg.yml",
+        str_at(
+            &pkg,
+            "/annotations/kubewarden~1rules",
+            "artifacthub-pkg.yml",
+        ),
+    );
+    assert_eq!(
+        guarded_plurals(&pkg_rules, "artifacthub-pkg.yml"),
+        from_metadata,
+        "artifacthub-pkg.yml"
+    );
+    for (group, plural) in &from_metadata {
+        assert!(
+            is_guarded(group, plural),
+            "{group}/{plural} is not a guarded kind"
+        );
+    }
+    // At least every provider the README promises.
+    for plural in [
+        "metal3machinetemplates",
+        "metal3clustertemplates",
+        "metal3datatemplates",
+        "openstackmachinetemplates",
+        "vspheremachinetemplates",
+        "dockermachinetemplates",
+        "dockermachinepooltemplates",
+        "awsmachinetemplates",
+        "azuremachinetemplates",
+        "azuremanagedcontrolplanetemplates",
+        "gcpmachinetemplates",
+        "hcloudmachinetemplates",
+        "proxmoxmachinetemplates",
+        "nutanixmachinetemplates",
+        "ibmvpcmachinetemplates",
+        "ocimachinetemplates",
+        "kubevirtmachinetemplates",
+        "byomachinetemplates",
+        "cloudstackmachinetemplates",
+        "oscmachinetemplates",
+        "tinkerbellmachinetemplates",
+        "maasmachinetemplates",
+        "linodemachinetemplates",
+        "domachinetemplates",
+        "kubeadmconfigtemplates",
+        "rke2configtemplates",
+        "talosconfigtemplates",
+        "k0sworkerconfigtemplates",
+        "microk8sconfigtemplates",
+        "eksconfigtemplates",
+        "kubeadmcontrolplanetemplates",
+        "rke2controlplanetemplates",
+        "k0smotroncontrolplanetemplates",
+    ] {
+        assert!(
+            from_metadata.iter().any(|(_, p)| p == plural),
+            "{plural} is not guarded"
+        );
+    }
+}
+
+/// The check above refuses what the guard would wave through.
+#[test]
+fn the_guarded_check_refuses_kinds_the_guard_does_not_know() {
+    assert!(is_guarded(
+        "vmware.infrastructure.cluster.x-k8s.io",
+        "vspheremachinetemplates"
+    ));
+    assert!(is_guarded(
+        "infrastructure.cluster.x-k8s.io",
+        "metal3datatemplates"
+    ));
+    assert!(!is_guarded(
+        "infrastructure.cluster.x-k8s.io",
+        "machinetemplates"
+    ));
+    assert!(!is_guarded(
+        "infrastructure.cluster.x-k8s.io",
+        "foodatatemplates"
+    ));
+    assert!(!is_guarded(
+        "bootstrap.cluster.x-k8s.io",
+        "foomachinetemplates"
+    ));
+    assert!(!is_guarded(
+        "xinfrastructure.cluster.x-k8s.io",
+        "foomachinetemplates"
+    ));
+}
+
+/// The guard (failurePolicy: Fail) leaves the first lists of a namespace room above the default
+/// 2 s evaluation budget and below the webhook's own timeout, so the user reads the policy's
+/// answer, not a webhook timeout (the mutation's side is the test above).
+#[test]
+fn the_guard_gives_the_first_lists_room() {
+    let mut guards = 0;
+    for (file, policy) in admission_policies() {
+        let spec = &policy["spec"];
+        if spec["mutating"] == true {
+            continue;
+        }
+        guards += 1;
+        let what = policy_label(&file, &policy);
+        assert_eq!(spec["failurePolicy"], "Fail", "{what}: failurePolicy");
+        let eval = spec["timeoutEvalSeconds"].as_u64().unwrap_or(2);
+        let webhook = spec["timeoutSeconds"].as_u64().unwrap_or(10);
+        assert!(
+            eval > 2 && eval < webhook,
+            "{what}: timeoutEvalSeconds {eval}, timeoutSeconds {webhook}"
+        );
+    }
+    assert!(guards > 0, "no guard example policy");
+}

@@ -85,11 +85,32 @@ fn rbac_grants_read_access_to_exactly_the_context_aware_resources() {
     );
 }
 
+/// metadata.yml grants exactly what the policy reads: every kind of test_data/catalogue.json at
+/// each of its versions, and nothing else.
 #[test]
-fn every_context_aware_resource_is_a_kind_of_the_catalogue() {
-    for resource in Metadata::load().context_aware_resources() {
-        assert!(!plural_of(&resource.kind).is_empty(), "{resource}");
-    }
+fn context_aware_resources_are_what_the_catalogue_reads() {
+    let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
+        .expect("test_data/catalogue.json is JSON");
+    let read: BTreeSet<String> = catalogue
+        .as_object()
+        .expect("a mapping of kinds")
+        .iter()
+        .flat_map(|(kind, entry)| {
+            let group = entry["group"].as_str().unwrap_or_default().to_string();
+            strings(&entry["versions"], kind)
+                .into_iter()
+                .map(move |v| format!("{group}/{v}/{kind}"))
+        })
+        .collect();
+    let listed: BTreeSet<String> = Metadata::load()
+        .context_aware_resources()
+        .iter()
+        .map(|r| {
+            assert!(!plural_of(&r.kind).is_empty(), "{r}");
+            format!("{}/{}", r.api_version, r.kind)
+        })
+        .collect();
+    assert_eq!(listed, read);
 }
 
 /// Why a rule's verbs are wrong, if they are. Each verb has its reason:
