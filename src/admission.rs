@@ -63,7 +63,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, host: &dyn Host
                 && kind == catalogue::METAL3_MACHINE.kind
                 && settings.mutate_metal3_machines =>
         {
-            record_intent(request, settings, host)
+            mutate_machine(request, settings, host)
         }
         _ => Outcome::accept(),
     }
@@ -112,7 +112,7 @@ fn guard_deletion(
 }
 
 /// Never blocks machine creation: every problem accepts without a patch and says why.
-fn record_intent(request: &AdmissionRequest, settings: &Settings, host: &dyn Host) -> Outcome {
+fn mutate_machine(request: &AdmissionRequest, settings: &Settings, host: &dyn Host) -> Outcome {
     let machine = &request.object;
     let meta = view_of::<Object>(machine)
         .map(|o| o.metadata)

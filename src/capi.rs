@@ -196,10 +196,16 @@ impl Kinded for Object {
     }
 }
 
-/// Whether `name` can be an object name (a DNS-1123 subdomain of at most 253 characters). Names
-/// read from annotations and owner references are checked before any lookup, so that a name
-/// such as `w-1/status` never reaches the host as a path.
+/// Whether `name` can be an object name. Names read from annotations and owner references are
+/// checked before any lookup, so that a name such as `w-1/status` never reaches the host as a
+/// path.
 pub fn is_object_name(name: &str) -> bool {
+    is_dns_subdomain(name)
+}
+
+/// Whether `name` is a DNS-1123 subdomain of at most 253 characters (object names, annotation
+/// key prefixes): the project's one copy of the rule.
+pub fn is_dns_subdomain(name: &str) -> bool {
     let label_ok = |label: &str| {
         !label.is_empty()
             && label.len() <= 63

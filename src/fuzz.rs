@@ -149,7 +149,7 @@ fn requests() -> &'static Vec<Value> {
 
 /// Answers every call with the next answer of the case, records the calls and whether any
 /// answer was a failure.
-struct FuzzCluster<'a> {
+struct FuzzHost<'a> {
     case: &'a Case,
     next: Cell<usize>,
     calls: RefCell<Vec<String>>,
@@ -176,9 +176,9 @@ fn exchange(request: &SessionRequest<'_>, answer: &Result<Vec<u8>, String>) -> V
     json!({"type": "Exchange", "request": yaml_serde::to_string(request).expect("YAML"), "response": response})
 }
 
-impl<'a> FuzzCluster<'a> {
+impl<'a> FuzzHost<'a> {
     fn new(case: &'a Case) -> Self {
-        FuzzCluster {
+        FuzzHost {
             case,
             next: Cell::new(0),
             calls: RefCell::new(Vec::new()),
@@ -277,7 +277,7 @@ impl<'a> FuzzCluster<'a> {
     }
 }
 
-impl Host for FuzzCluster<'_> {
+impl Host for FuzzHost<'_> {
     fn list_all_resources(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         let call = format!("list-all {} {} {:?}", r.api_version, r.kind, r.field_masks);
         let answer = self.answer(call, &r.api_version, &r.kind, None);
@@ -634,10 +634,10 @@ fn settings_strategy_valid(settings: Value) -> Value {
 
 fn evaluate(case: &Case) -> (Vec<u8>, Vec<String>, bool) {
     let payload = json!({"request": case.request, "settings": case.settings}).to_string();
-    let cluster = FuzzCluster::new(case);
-    let bytes = crate::answer(payload.as_bytes(), &cluster).expect("the policy always answers");
-    let calls = cluster.calls.borrow().clone();
-    (bytes, calls, cluster.failed.get())
+    let host = FuzzHost::new(case);
+    let bytes = crate::answer(payload.as_bytes(), &host).expect("the policy always answers");
+    let calls = host.calls.borrow().clone();
+    (bytes, calls, host.failed.get())
 }
 
 fn fail_open(case: &Case) -> bool {
@@ -776,8 +776,8 @@ fn write_hostile_corpus() {
         let mut case = strategy.new_tree(&mut runner).expect("a case").current();
         case.settings = settings_strategy_valid(case.settings);
         let payload = json!({"request": case.request, "settings": case.settings}).to_string();
-        let cluster = FuzzCluster::new(&case);
-        let bytes = crate::answer(payload.as_bytes(), &cluster).expect("an answer");
+        let host = FuzzHost::new(&case);
+        let bytes = crate::answer(payload.as_bytes(), &host).expect("an answer");
         let response: ValidationResponse = serde_json::from_slice(&bytes).expect("a response");
         let expected = json!({
             "allowed": response.accepted,
@@ -793,7 +793,7 @@ fn write_hostile_corpus() {
         write("settings.json", &case.settings);
         write(
             "session.yml",
-            &Value::Array(cluster.exchanges.borrow().clone()),
+            &Value::Array(host.exchanges.borrow().clone()),
         );
         write("expected.json", &expected);
     }

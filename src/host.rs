@@ -303,7 +303,7 @@ mod tests {
     // begins like the contextAwareResources denial and is classified apart.
     #[case::capability_not_granted("Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.", Failure::CapabilityDenied)]
     #[case::capability_not_granted_on_get("Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.", Failure::CapabilityDenied)]
-    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None })", Failure::Other)]
+    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"host.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None })", Failure::Other)]
     #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
     #[case::with_backtrace(
         "Callback evaluation failure: Cannot find a/v1/K named 'n' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: ...",
@@ -341,19 +341,19 @@ mod tests {
 
     #[test]
     fn list_sends_the_catalogue_masks_and_no_selectors() {
-        let cluster = FakeHost::new().answer_list(
+        let host = FakeHost::new().answer_list(
             V2,
             "MachineSet",
-            r#"{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineSetList","items":[{"kind":"MachineSet","metadata":{"name":"a"}}]}"#,
+            r#"{"apiVersion":"host.x-k8s.io/v1beta2","kind":"MachineSetList","items":[{"kind":"MachineSet","metadata":{"name":"a"}}]}"#,
         );
-        let listed = list_at_v2(&cluster).unwrap();
+        let listed = list_at_v2(&host).unwrap();
         assert_eq!(listed[0].metadata.name, "a");
         assert_eq!(
-            cluster.calls(),
+            host.calls(),
             vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns"]
         );
         // The FakeHost asserts no selectors; the masks are the catalogue's, written out.
-        let sent: Vec<String> = cluster.masks()[0]
+        let sent: Vec<String> = host.masks()[0]
             .clone()
             .unwrap_or_default()
             .into_iter()
@@ -375,13 +375,13 @@ mod tests {
 
     #[test]
     fn a_scan_sends_the_scan_masks_and_names_the_kind_it_lists() {
-        let cluster = FakeHost::new().fail_list(
+        let host = FakeHost::new().fail_list(
             "controlplane.cluster.x-k8s.io/v1beta3",
             "FooControlPlane",
             "Policy has not been granted access to Kubernetes controlplane.cluster.x-k8s.io/v1beta3/FooControlPlane resources. The violation has been reported.",
         );
         let error = list_scanned(
-            &cluster,
+            &host,
             "controlplane.cluster.x-k8s.io/v1beta3".into(),
             "FooControlPlane",
             "foocontrolplanes",
@@ -393,7 +393,7 @@ mod tests {
             (error.lookup.kind(), error.lookup.plural()),
             ("FooControlPlane", "foocontrolplanes")
         );
-        let sent: Vec<String> = cluster.masks()[0]
+        let sent: Vec<String> = host.masks()[0]
             .clone()
             .unwrap_or_default()
             .into_iter()
@@ -439,30 +439,30 @@ mod tests {
 
     #[test]
     fn a_failed_list_keeps_the_first_line_of_the_host_text() {
-        let cluster = FakeHost::new().fail_list(
+        let host = FakeHost::new().fail_list(
             V2,
             "MachineSet",
             "Callback evaluation failure: boom\n\nCaused by:\n  deeper",
         );
-        let error = list_at_v2(&cluster).unwrap_err();
+        let error = list_at_v2(&host).unwrap_err();
         assert_eq!(error.failure, Failure::Other);
         assert_eq!(error.detail, "Callback evaluation failure: boom");
     }
 
     #[test]
     fn a_missing_object_is_none_and_a_cached_read_says_so() {
-        let cluster = FakeHost::new().fail_get(
+        let host = FakeHost::new().fail_get(
             V2,
             "Cluster",
             "edge-a",
             "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"ns\")'",
         );
-        assert_eq!(get(&cluster, get_cluster("edge-a", Read::Cached)), Ok(None));
+        assert_eq!(get(&host, get_cluster("edge-a", Read::Cached)), Ok(None));
         assert_eq!(
-            cluster.calls(),
+            host.calls(),
             vec!["get cluster.x-k8s.io/v1beta2 Cluster ns/edge-a cache=true"]
         );
-        assert_eq!(cluster.masks(), vec![Some(cluster_kind().masks())]);
+        assert_eq!(host.masks(), vec![Some(cluster_kind().masks())]);
     }
 
     #[rstest]
@@ -472,24 +472,24 @@ mod tests {
         Failure::Other
     )]
     fn a_failed_get_is_an_error(#[case] text: &str, #[case] failure: Failure) {
-        let cluster = FakeHost::new().fail_get(V2, "Cluster", "c", text);
-        let error = get(&cluster, get_cluster("c", Read::Direct)).unwrap_err();
+        let host = FakeHost::new().fail_get(V2, "Cluster", "c", text);
+        let error = get(&host, get_cluster("c", Read::Direct)).unwrap_err();
         assert_eq!(error.failure, failure);
         assert_eq!(
-            cluster.calls()[0],
+            host.calls()[0],
             "get cluster.x-k8s.io/v1beta2 Cluster ns/c cache=false"
         );
     }
 
     #[test]
     fn a_get_answer_of_another_kind_is_unreadable() {
-        let cluster = FakeHost::new().answer_get(
+        let host = FakeHost::new().answer_get(
             V2,
             "Cluster",
             "c",
             r#"{"kind":"Secret","metadata":{"name":"c"}}"#,
         );
-        let error = get(&cluster, get_cluster("c", Read::Cached)).unwrap_err();
+        let error = get(&host, get_cluster("c", Read::Cached)).unwrap_err();
         assert_eq!(error.failure, Failure::Unreadable);
     }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::capi::{group_of, Template};
 use crate::catalogue::{plural_of, Advice, CRD};
-use crate::decision::{Referrer, Release};
+use crate::decision::{Referrer, ReleaseReason};
 use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError};
 use crate::settings::known_names;
 
@@ -151,11 +151,11 @@ pub fn in_use(template: &Template, referrers: &[Referrer]) -> String {
 }
 
 /// Why a deletion went through, for the policy server's log.
-pub fn released(template: &Template, release: Release) -> String {
+pub fn released(template: &Template, release: ReleaseReason) -> String {
     let why = match release {
-        Release::Moving => "clusterctl move is deleting it (delete-for-move annotation)",
-        Release::Unused => "nothing refers to it",
-        Release::ClusterDeleted => {
+        ReleaseReason::Moving => "clusterctl move is deleting it (delete-for-move annotation)",
+        ReleaseReason::Unused => "nothing refers to it",
+        ReleaseReason::ClusterDeleted => {
             "every Cluster that owns it is being deleted or gone, and only their own objects still refer to it"
         }
     };

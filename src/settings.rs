@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::capi::{CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
+use crate::capi::{is_dns_subdomain, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
 use crate::catalogue::{VersionSetting, V1BETA1, V1BETA2};
 use crate::error::{Error, KeyProblem};
 
@@ -24,12 +24,14 @@ pub enum VersionChoice {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    /// Version used to read MachineDeployments, MachineSets, ClusterClasses and Clusters.
+    /// Version used to read MachineDeployments, MachineSets, MachineHealthChecks, ClusterClasses
+    /// and Clusters.
     pub capi_api_version: VersionChoice,
     /// Version used to read KubeadmControlPlanes and RKE2ControlPlanes (the other control planes
     /// are served at versions of their own, always read at the newest their CRD serves).
     pub control_plane_api_version: VersionChoice,
-    /// Version used to read Metal3Machines and Metal3MachineTemplates.
+    /// Version used to read Metal3Machines, Metal3MachineTemplates, Metal3DataClaims and
+    /// Metal3Datas.
     pub metal3_api_version: VersionChoice,
     /// Whether a MachineSet scaled to zero with no machines left still keeps its templates.
     pub count_scaled_down_machine_sets: bool,
@@ -66,6 +68,14 @@ impl Settings {
     }
 }
 
+/// The names of the settings that are not version settings (those are
+/// [`VersionSetting::name`]): each written once, here.
+pub const COUNT_SCALED_DOWN_MACHINE_SETS: &str = "countScaledDownMachineSets";
+pub const FAIL_OPEN_ON_LOOKUP_ERROR: &str = "failOpenOnLookupError";
+pub const MUTATE_METAL3_MACHINES: &str = "mutateMetal3Machines";
+pub const NODE_REUSE_ANNOTATION: &str = "nodeReuseAnnotation";
+pub const SOURCE_TEMPLATE_ANNOTATION: &str = "sourceTemplateAnnotation";
+
 /// One known setting: its name and how its value is read into [`Settings`].
 pub struct Known {
     pub name: &'static str,
@@ -76,56 +86,56 @@ pub struct Known {
 /// parsed from.
 pub const KNOWN: [Known; 8] = [
     Known {
-        name: "capiApiVersion",
+        name: VersionSetting::Capi.name(),
         read: |s, name, value| {
             s.capi_api_version = version(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "controlPlaneApiVersion",
+        name: VersionSetting::ControlPlane.name(),
         read: |s, name, value| {
             s.control_plane_api_version = version(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "metal3ApiVersion",
+        name: VersionSetting::Metal3.name(),
         read: |s, name, value| {
             s.metal3_api_version = version(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "countScaledDownMachineSets",
+        name: COUNT_SCALED_DOWN_MACHINE_SETS,
         read: |s, name, value| {
             s.count_scaled_down_machine_sets = boolean(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "failOpenOnLookupError",
+        name: FAIL_OPEN_ON_LOOKUP_ERROR,
         read: |s, name, value| {
             s.fail_open_on_lookup_error = boolean(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "mutateMetal3Machines",
+        name: MUTATE_METAL3_MACHINES,
         read: |s, name, value| {
             s.mutate_metal3_machines = boolean(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "nodeReuseAnnotation",
+        name: NODE_REUSE_ANNOTATION,
         read: |s, name, value| {
             s.node_reuse_annotation = string(name, value)?;
             Ok(())
         },
     },
     Known {
-        name: "sourceTemplateAnnotation",
+        name: SOURCE_TEMPLATE_ANNOTATION,
         read: |s, name, value| {
             s.source_template_annotation = string(name, value)?;
             Ok(())
@@ -209,19 +219,9 @@ pub fn annotation_key_problem(key: &str) -> Option<KeyProblem> {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
     };
-    if let Some(prefix) = prefix {
-        let label_ok = |label: &str| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        };
-        if prefix.is_empty() || prefix.len() > 253 || !prefix.split('.').all(label_ok) {
-            return Some(KeyProblem::Prefix);
-        }
+    // The prefix is a DNS-1123 subdomain: the rule object names follow, checked in one place.
+    if prefix.is_some_and(|prefix| !is_dns_subdomain(prefix)) {
+        return Some(KeyProblem::Prefix);
     }
     let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     if name.is_empty() || name.len() > 63 {
@@ -260,8 +260,8 @@ pub fn is_reserved_annotation_key(key: &str) -> bool {
 impl Settings {
     pub fn validate(&self) -> Result<(), Error> {
         for (setting, key) in [
-            ("nodeReuseAnnotation", &self.node_reuse_annotation),
-            ("sourceTemplateAnnotation", &self.source_template_annotation),
+            (NODE_REUSE_ANNOTATION, &self.node_reuse_annotation),
+            (SOURCE_TEMPLATE_ANNOTATION, &self.source_template_annotation),
         ] {
             if let Some(problem) = annotation_key_problem(key) {
                 return Err(Error::AnnotationKey {

@@ -1,4 +1,4 @@
-//! `validate()` end to end through an in-memory cluster, on requests from `test_data/requests/`
+//! `validate()` end to end through an in-memory host, on requests from `test_data/requests/`
 //! shaped as the API server sends them.
 
 use super::*;
@@ -20,9 +20,9 @@ fn request(case: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
 }
 
-fn run(case: &str, settings: Value, cluster: &FakeHost) -> ValidationResponse {
+fn run(case: &str, settings: Value, host: &FakeHost) -> ValidationResponse {
     let payload = json!({"request": request(case), "settings": settings});
-    let bytes = answer(payload.to_string().as_bytes(), cluster).unwrap();
+    let bytes = answer(payload.to_string().as_bytes(), host).unwrap();
     serde_json::from_slice(&bytes).unwrap()
 }
 
@@ -98,13 +98,13 @@ const V1_LISTS: [&str; 6] = [
 
 #[test]
 fn template_in_use_is_rejected_with_every_list_read_once() {
-    let cluster = v1_namespace();
-    let response = run("guard-row1-machinedeployment-v1beta1", json!({}), &cluster);
+    let host = v1_namespace();
+    let response = run("guard-row1-machinedeployment-v1beta1", json!({}), &host);
     assert_eq!(
         refusal(response, 409),
         "Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again."
     );
-    assert_eq!(cluster.calls(), V1_LISTS);
+    assert_eq!(host.calls(), V1_LISTS);
 }
 
 #[test]
@@ -127,37 +127,36 @@ fn dry_run_gets_the_same_answer() {
 
 #[test]
 fn unused_template_is_accepted() {
-    let cluster = v1_namespace();
-    let response = run("guard-unused-template", json!({}), &cluster);
+    let host = v1_namespace();
+    let response = run("guard-unused-template", json!({}), &host);
     assert!(response.accepted);
     assert_eq!(response.warnings, None);
-    assert_eq!(cluster.calls(), V1_LISTS);
+    assert_eq!(host.calls(), V1_LISTS);
 }
 
 /// The v1beta2 lists a bootstrap template's deletion reads: a MachineDeployment naming it, no
 /// MachineSets, no ClusterClasses.
-fn bootstrap_namespace(cluster: FakeHost) -> FakeHost {
-    cluster
-        .answer_list(
+fn bootstrap_namespace(host: FakeHost) -> FakeHost {
+    host.answer_list(
+        V2_MD,
+        "MachineDeployment",
+        &list(
             V2_MD,
             "MachineDeployment",
-            &list(
-                V2_MD,
-                "MachineDeployment",
-                &["v1beta2/04-machinedeployment.json"],
-            ),
-        )
-        .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
-        .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
+            &["v1beta2/04-machinedeployment.json"],
+        ),
+    )
+    .answer_list(V2_MD, "MachineSet", &list(V2_MD, "MachineSet", &[]))
+    .answer_list(V2_MD, "ClusterClass", &list(V2_MD, "ClusterClass", &[]))
 }
 
 #[test]
 fn bootstrap_template_reads_only_what_can_name_it() {
-    let cluster = bootstrap_namespace(FakeHost::new());
-    let response = run("guard-row1-bootstrap-template", v2(), &cluster);
+    let host = bootstrap_namespace(FakeHost::new());
+    let response = run("guard-row1-bootstrap-template", v2(), &host);
     assert!(refusal(response, 409)
         .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
-    let kinds: Vec<String> = cluster
+    let kinds: Vec<String> = host
         .calls()
         .iter()
         .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
@@ -175,10 +174,10 @@ fn bootstrap_template_reads_only_what_can_name_it() {
 
 #[test]
 fn clusterctl_move_is_accepted_without_lookups() {
-    let cluster = FakeHost::new();
-    let response = run("guard-row5-clusterctl-move", v2(), &cluster);
+    let host = FakeHost::new();
+    let response = run("guard-row5-clusterctl-move", v2(), &host);
     assert!(response.accepted);
-    assert!(cluster.calls().is_empty());
+    assert!(host.calls().is_empty());
 }
 
 fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeHost {
@@ -208,34 +207,34 @@ fn v2_namespace_with_cluster(cluster_answer: Result<Value, &str>) -> FakeHost {
 
 #[test]
 fn owning_cluster_being_deleted_releases_the_template() {
-    let cluster = v2_namespace_with_cluster(Ok(
+    let host = v2_namespace_with_cluster(Ok(
         json!({"metadata": {"name": "edge-a", "deletionTimestamp": "2026-11-29T10:00:00Z"}}),
     ));
-    let response = run("guard-row6-cluster-deleting", v2(), &cluster);
+    let response = run("guard-row6-cluster-deleting", v2(), &host);
     assert!(response.accepted);
     assert_eq!(
-        cluster.calls().last().map(String::as_str),
+        host.calls().last().map(String::as_str),
         Some("get cluster.x-k8s.io/v1beta2 Cluster edge-sites/edge-a cache=true")
     );
 }
 
 #[test]
 fn owning_cluster_gone_releases_the_template() {
-    let cluster = v2_namespace_with_cluster(Err("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"));
-    assert!(run("guard-row6-cluster-gone", v2(), &cluster).accepted);
+    let host = v2_namespace_with_cluster(Err("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"));
+    assert!(run("guard-row6-cluster-gone", v2(), &host).accepted);
 }
 
 #[test]
 fn live_owning_cluster_keeps_the_rejection() {
-    let cluster = v2_namespace_with_cluster(Ok(json!({"metadata": {"name": "edge-a"}})));
-    let response = run("guard-row6-cluster-live", v2(), &cluster);
+    let host = v2_namespace_with_cluster(Ok(json!({"metadata": {"name": "edge-a"}})));
+    let response = run("guard-row6-cluster-live", v2(), &host);
     refusal(response, 409);
 }
 
 #[test]
 fn failed_cluster_lookup_fails_closed() {
-    let cluster = v2_namespace_with_cluster(Err("Callback evaluation failure: timed out"));
-    let response = run("guard-row6-cluster-live", v2(), &cluster);
+    let host = v2_namespace_with_cluster(Err("Callback evaluation failure: timed out"));
+    let response = run("guard-row6-cluster-live", v2(), &host);
     assert!(refusal(response, 500).contains("getting Cluster edge-sites/edge-a (cluster.x-k8s.io/v1beta2) failed: Callback evaluation failure: timed out."));
 }
 
@@ -257,23 +256,23 @@ fn machine_sets_forbidden() -> FakeHost {
 
 #[test]
 fn failed_list_fails_closed_and_stops_looking() {
-    let cluster = machine_sets_forbidden();
-    let response = run("guard-lookup-failure", json!({}), &cluster);
+    let host = machine_sets_forbidden();
+    let response = run("guard-lookup-failure", json!({}), &host);
     assert_eq!(
         refusal(response, 500),
         "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported. Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
     );
     // The CRDs, MachineDeployments, then MachineSets: nothing after the failure.
-    assert_eq!(cluster.calls().len(), 3);
+    assert_eq!(host.calls().len(), 3);
 }
 
 #[test]
 fn failed_list_can_fail_open_with_a_warning() {
-    let cluster = machine_sets_forbidden();
+    let host = machine_sets_forbidden();
     let response = run(
         "guard-lookup-failure",
         json!({"failOpenOnLookupError": true}),
-        &cluster,
+        &host,
     );
     assert!(response.accepted);
     let warnings = response.warnings.unwrap();
@@ -284,15 +283,15 @@ fn failed_list_can_fail_open_with_a_warning() {
 
 #[test]
 fn capi_kind_not_served_points_at_the_version_setting() {
-    let cluster = FakeHost::v1beta1_only();
-    let response = run("guard-lookup-failure", v2(), &cluster);
+    let host = FakeHost::v1beta1_only();
+    let response = run("guard-lookup-failure", v2(), &host);
     assert_eq!(refusal(response, 500), "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: capiApiVersion pins MachineDeployment to v1beta2, and its CRD serves v1beta1. Set capiApiVersion to auto. To accept deletions when a lookup fails, set failOpenOnLookupError to true.");
     // Only the CRDs were read: the version is known to be wrong before any list.
-    assert_eq!(cluster.calls().len(), 1);
+    assert_eq!(host.calls().len(), 1);
 }
 
 /// Empty lists at v1beta1 for the usual kinds: a namespace with nothing in it.
-fn empty_v1_namespace(cluster: FakeHost) -> FakeHost {
+fn empty_v1_namespace(host: FakeHost) -> FakeHost {
     [
         (V1_MD, "MachineDeployment"),
         (V1_MD, "MachineSet"),
@@ -301,9 +300,7 @@ fn empty_v1_namespace(cluster: FakeHost) -> FakeHost {
         (V1_M3, "Metal3Machine"),
     ]
     .into_iter()
-    .fold(cluster, |c, (v, k)| {
-        c.answer_list(v, k, &list_of(v, k, &[]))
-    })
+    .fold(host, |c, (v, k)| c.answer_list(v, k, &list_of(v, k, &[])))
 }
 
 /// A provider newer than the policy (a Talos release serving only a future v1alpha4) is scanned
@@ -315,14 +312,14 @@ fn a_kind_served_only_at_an_unknown_version_is_scanned() {
     let naming = json!({"kind": "TalosControlPlane", "metadata": {"name": "edge-a-cp"},
         "spec": {"controlPlane": {"machines": [{"infrastructureRef": {"kind": "Metal3MachineTemplate",
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "name": "edge-a-workers-7f3c9d2e"}}]}}});
-    let cluster =
+    let host =
         empty_v1_namespace(FakeHost::v1beta1_only().install("TalosControlPlane", &["v1alpha4"]))
             .answer_list(
                 tcp,
                 "TalosControlPlane",
                 &list_of(tcp, "TalosControlPlane", &[naming]),
             );
-    let message = refusal(run("guard-lookup-failure", json!({}), &cluster), 409);
+    let message = refusal(run("guard-lookup-failure", json!({}), &host), 409);
     assert!(
         message.contains("It is referenced by TalosControlPlane edge-a-cp (spec.controlPlane.machines[0].infrastructureRef)."),
         "{message}"
@@ -340,8 +337,8 @@ fn a_kind_served_only_at_an_unknown_version_is_scanned() {
 
 #[test]
 fn without_access_to_the_crds_the_message_names_both_grants() {
-    let cluster = FakeHost::new().answer_crds(Err("Policy has not been granted access to Kubernetes apiextensions.k8s.io/v1/CustomResourceDefinition resources. The violation has been reported."));
-    let response = run("guard-lookup-failure", json!({}), &cluster);
+    let host = FakeHost::new().answer_crds(Err("Policy has not been granted access to Kubernetes apiextensions.k8s.io/v1/CustomResourceDefinition resources. The violation has been reported."));
+    let response = run("guard-lookup-failure", json!({}), &host);
     let message = refusal(response, 500);
     assert!(
         message.contains("listing CustomResourceDefinition objects (apiextensions.k8s.io/v1) failed")
@@ -352,8 +349,8 @@ fn without_access_to_the_crds_the_message_names_both_grants() {
 
 #[test]
 fn an_unreadable_crd_list_fails_closed() {
-    let cluster = FakeHost::new().answer_crds(Ok(r#"{"kind":"CustomResourceDefinitionList","items":[{"kind":"CustomResourceDefinition","metadata":{"name":"x"},"spec":{}}]}"#));
-    let message = refusal(run("guard-lookup-failure", json!({}), &cluster), 500);
+    let host = FakeHost::new().answer_crds(Ok(r#"{"kind":"CustomResourceDefinitionList","items":[{"kind":"CustomResourceDefinition","metadata":{"name":"x"},"spec":{}}]}"#));
+    let message = refusal(run("guard-lookup-failure", json!({}), &host), 500);
     assert!(
         message.contains("the CustomResourceDefinition x has no spec.group"),
         "{message}"
@@ -368,7 +365,7 @@ fn a_kind_without_a_crd_costs_no_call_and_an_installed_one_is_read_at_its_versio
     talos["kind"] = json!("TalosControlPlane");
     talos["spec"] = json!({"infrastructureTemplate": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-00000000"}});
     let talos_api = "controlplane.cluster.x-k8s.io/v1alpha3";
-    let cluster = v1_namespace()
+    let host = v1_namespace()
         .uninstall("KubeadmControlPlane")
         .install("TalosControlPlane", &["v1alpha3"])
         .answer_list(
@@ -376,12 +373,12 @@ fn a_kind_without_a_crd_costs_no_call_and_an_installed_one_is_read_at_its_versio
             "TalosControlPlane",
             &list_of(talos_api, "TalosControlPlane", &[talos]),
         );
-    let message = refusal(run("guard-unused-template", json!({}), &cluster), 409);
+    let message = refusal(run("guard-unused-template", json!({}), &host), 409);
     assert!(
         message.contains("TalosControlPlane edge-a-cp (spec.infrastructureTemplate)"),
         "{message}"
     );
-    let calls = cluster.calls();
+    let calls = host.calls();
     assert!(calls.contains(
         &"list controlplane.cluster.x-k8s.io/v1alpha3 TalosControlPlane edge-sites".to_string()
     ));
@@ -393,24 +390,24 @@ fn a_kind_without_a_crd_costs_no_call_and_an_installed_one_is_read_at_its_versio
 
 #[test]
 fn access_not_granted_points_at_context_aware_resources() {
-    let cluster = FakeHost::v1beta1_only().fail_list(
+    let host = FakeHost::v1beta1_only().fail_list(
         V1_MD,
         "MachineDeployment",
         "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineDeployment resources. The violation has been reported.",
     );
-    let response = run("guard-lookup-failure", json!({}), &cluster);
+    let response = run("guard-lookup-failure", json!({}), &host);
     assert!(response.message.unwrap().contains("Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineDeployment to the policy's contextAwareResources."));
 }
 
 #[test]
 fn delete_without_old_object_is_rejected_as_bad_request() {
-    let cluster = FakeHost::new();
-    let response = run("guard-delete-without-oldobject", v2(), &cluster);
+    let host = FakeHost::new();
+    let response = run("guard-delete-without-oldobject", v2(), &host);
     assert_eq!(
         refusal(response, 400),
         "capi-template-guard cannot check the deletion of Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e and refused it: the API server sent no oldObject with the DELETE, so the template cannot be read; the API server must send oldObject on DELETE (every supported Kubernetes release does), so check what stands between it and the policy server."
     );
-    assert!(cluster.calls().is_empty());
+    assert!(host.calls().is_empty());
 }
 
 #[test]
@@ -420,11 +417,11 @@ fn other_kinds_and_operations_need_no_lookup() {
         "guard-update-template",
         "mutate-update-ignored",
     ] {
-        let cluster = FakeHost::new();
-        let response = run(case, v2(), &cluster);
+        let host = FakeHost::new();
+        let response = run(case, v2(), &host);
         assert!(response.accepted, "{case}");
         assert!(response.mutated_object.is_none(), "{case}");
-        assert!(cluster.calls().is_empty(), "{case}: {:?}", cluster.calls());
+        assert!(host.calls().is_empty(), "{case}: {:?}", host.calls());
     }
 }
 
@@ -478,8 +475,8 @@ fn validate_settings_answers_in_sentences() {
         .starts_with("The settings are not valid JSON"));
 }
 
-fn template_answer(cluster: FakeHost) -> FakeHost {
-    cluster.answer_get(
+fn template_answer(host: FakeHost) -> FakeHost {
+    host.answer_get(
         V2_M3,
         "Metal3MachineTemplate",
         "edge-a-workers-7f3c9d2e",
@@ -489,8 +486,8 @@ fn template_answer(cluster: FakeHost) -> FakeHost {
 
 #[test]
 fn new_machine_gets_the_template_intent() {
-    let cluster = template_answer(FakeHost::new());
-    let response = run("mutate-create-from-annotations", v2(), &cluster);
+    let host = template_answer(FakeHost::new());
+    let response = run("mutate-create-from-annotations", v2(), &host);
     assert!(response.accepted);
     let mut expected: Value = request("mutate-create-from-annotations")["object"].clone();
     expected["metadata"]["annotations"]["capi-template-guard.kubewarden.io/node-reuse"] =
@@ -500,7 +497,7 @@ fn new_machine_gets_the_template_intent() {
     expected["spec"]["automatedCleaningMode"] = json!("disabled");
     assert_eq!(response.mutated_object, Some(expected));
     assert_eq!(
-        cluster.calls(),
+        host.calls(),
         [
             "list-all apiextensions.k8s.io/v1 CustomResourceDefinition",
             "get infrastructure.cluster.x-k8s.io/v1beta2 Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e cache=false"
@@ -512,19 +509,19 @@ fn new_machine_gets_the_template_intent() {
 fn machine_without_annotations_finds_the_template_through_its_machine_set() {
     let ms: Value = json!({"spec": {"template": {"spec": {"infrastructureRef": {
         "apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "edge-a-workers-7f3c9d2e"}}}}});
-    let cluster = template_answer(FakeHost::new().answer_get(
+    let host = template_answer(FakeHost::new().answer_get(
         V2_MD,
         "MachineSet",
         "edge-a-md-storage-7c4b9d5f8",
         &ms.to_string(),
     ));
-    let response = run("mutate-create-owner-fallback", v2(), &cluster);
+    let response = run("mutate-create-owner-fallback", v2(), &host);
     let mutated = response.mutated_object.unwrap();
     assert_eq!(
         mutated["metadata"]["annotations"]["capi-template-guard.kubewarden.io/source-template"],
         json!("edge-a-workers-7f3c9d2e")
     );
-    assert_eq!(cluster.calls().len(), 3);
+    assert_eq!(host.calls().len(), 3);
 }
 
 #[test]
@@ -541,13 +538,13 @@ fn already_mutated_machine_is_accepted_without_patch() {
 
 #[test]
 fn missing_template_never_blocks_creation() {
-    let cluster = FakeHost::new().fail_get(
+    let host = FakeHost::new().fail_get(
         V2_M3,
         "Metal3MachineTemplate",
         "edge-a-workers-7f3c9d2e",
         "Callback evaluation failure: Cannot find infrastructure.cluster.x-k8s.io/v1beta2/Metal3MachineTemplate named 'edge-a-workers-7f3c9d2e' inside of namespace 'Some(\"edge-sites\")'",
     );
-    let response = run("mutate-template-missing", v2(), &cluster);
+    let response = run("mutate-template-missing", v2(), &host);
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
     assert_eq!(
@@ -558,8 +555,8 @@ fn missing_template_never_blocks_creation() {
 
 #[test]
 fn failed_template_lookup_never_blocks_creation() {
-    let cluster = FakeHost::new(); // no answer: the lookup fails
-    let response = run("mutate-template-missing", v2(), &cluster);
+    let host = FakeHost::new(); // no answer: the lookup fails
+    let response = run("mutate-template-missing", v2(), &host);
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
     let warning = &response.warnings.unwrap()[0];
@@ -569,30 +566,30 @@ fn failed_template_lookup_never_blocks_creation() {
 
 #[test]
 fn mutation_can_be_switched_off() {
-    let cluster = FakeHost::new();
+    let host = FakeHost::new();
     let response = run(
         "mutate-create-from-annotations",
         json!({"mutateMetal3Machines": false}),
-        &cluster,
+        &host,
     );
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
-    assert!(cluster.calls().is_empty());
+    assert!(host.calls().is_empty());
 }
 
 /// The machine of `mutate-create-owner-fallback` with a control-plane owner instead.
-fn run_with_owner(owner: Value, cluster: &FakeHost) -> ValidationResponse {
+fn run_with_owner(owner: Value, host: &FakeHost) -> ValidationResponse {
     let mut req = request("mutate-create-owner-fallback");
     req["object"]["metadata"]["ownerReferences"] = json!([owner]);
     let payload = json!({"request": req, "settings": v2()});
-    serde_json::from_slice(&answer(payload.to_string().as_bytes(), cluster).unwrap()).unwrap()
+    serde_json::from_slice(&answer(payload.to_string().as_bytes(), host).unwrap()).unwrap()
 }
 
 #[test]
 fn control_plane_owner_names_the_template() {
     let kcp: Value = fixture("v1beta2/08-kubeadmcontrolplane.json");
     let template: Value = fixture("v1beta2/02-metal3machinetemplate-controlplane.json");
-    let cluster = FakeHost::new()
+    let host = FakeHost::new()
         .answer_get(V2_CP, "KubeadmControlPlane", "edge-a-cp", &kcp.to_string())
         .answer_get(
             V2_M3,
@@ -602,7 +599,7 @@ fn control_plane_owner_names_the_template() {
         );
     let response = run_with_owner(
         json!({"apiVersion": V2_CP, "kind": "KubeadmControlPlane", "name": "edge-a-cp", "uid": "u"}),
-        &cluster,
+        &host,
     );
     let mutated = response.mutated_object.unwrap();
     assert_eq!(
@@ -610,14 +607,14 @@ fn control_plane_owner_names_the_template() {
         json!("edge-a-cp-5d21c0aa")
     );
     assert_eq!(
-        cluster.calls()[1],
+        host.calls()[1],
         "get controlplane.cluster.x-k8s.io/v1beta2 KubeadmControlPlane edge-sites/edge-a-cp cache=true"
     );
 }
 
 #[test]
 fn missing_owner_never_blocks_creation() {
-    let cluster = FakeHost::new().fail_get(
+    let host = FakeHost::new().fail_get(
         V2_MD,
         "MachineSet",
         "gone",
@@ -625,7 +622,7 @@ fn missing_owner_never_blocks_creation() {
     );
     let response = run_with_owner(
         json!({"apiVersion": V2_MD, "kind": "MachineSet", "name": "gone", "uid": "u"}),
-        &cluster,
+        &host,
     );
     assert!(response.accepted);
     assert_eq!(response.mutated_object, None);
@@ -637,16 +634,16 @@ fn missing_owner_never_blocks_creation() {
 
 #[test]
 fn machine_without_any_source_never_blocks_creation() {
-    let cluster = FakeHost::new();
+    let host = FakeHost::new();
     let response = run_with_owner(
         json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": "m", "uid": "u"}),
-        &cluster,
+        &host,
     );
     assert!(response.accepted);
     assert!(response.warnings.unwrap()[0].contains(
         "it has no valid cluster.x-k8s.io/cloned-from-name annotation naming a Metal3MachineTemplate"
     ));
-    assert!(cluster.calls().is_empty());
+    assert!(host.calls().is_empty());
 }
 
 /// A release that no longer serves v1beta1: the lists for a bootstrap template.
@@ -656,19 +653,19 @@ fn v2_only_bootstrap_namespace() -> FakeHost {
 
 #[test]
 fn a_v1beta2_only_release_needs_no_settings_and_no_fallback() {
-    let cluster = v2_only_bootstrap_namespace();
-    let response = run("guard-row1-bootstrap-template", json!({}), &cluster);
+    let host = v2_only_bootstrap_namespace();
+    let response = run("guard-row1-bootstrap-template", json!({}), &host);
     refusal(response, 409);
-    assert_eq!(cluster.calls().len(), 4, "{:?}", cluster.calls());
+    assert_eq!(host.calls().len(), 4, "{:?}", host.calls());
 }
 
 #[test]
 fn explicit_v1beta1_after_v1beta1_is_dropped_names_the_setting() {
-    let cluster = v2_only_bootstrap_namespace();
+    let host = v2_only_bootstrap_namespace();
     let response = run(
         "guard-row1-bootstrap-template",
         json!({"capiApiVersion": "v1beta1"}),
-        &cluster,
+        &host,
     );
     let message = refusal(response, 500);
     assert!(

@@ -38,7 +38,8 @@ impl VersionSetting {
         VersionSetting::Metal3,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// The setting's name, written here only (the settings table reads it).
+    pub const fn name(self) -> &'static str {
         match self {
             VersionSetting::Capi => "capiApiVersion",
             VersionSetting::ControlPlane => "controlPlaneApiVersion",

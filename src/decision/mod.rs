@@ -64,7 +64,7 @@ pub struct Referrer {
 
 /// Why a template may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Release {
+pub enum ReleaseReason {
     /// Row 5: `clusterctl move` is deleting the source objects.
     Moving,
     /// Nothing keeps it.
@@ -76,7 +76,7 @@ pub enum Release {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Release(Release),
+    Release(ReleaseReason),
     /// Sorted by kind (catalogue order, then scanned kinds by name), then name; each referrer's
     /// fields sorted.
     Keep(Vec<Referrer>),
@@ -90,13 +90,13 @@ pub fn decide(
 ) -> Result<Decision, LookupError> {
     // Row 5, before any lookup: clusterctl move retries each delete for a bounded time only.
     if template.moving {
-        return Ok(Decision::Release(Release::Moving));
+        return Ok(Decision::Release(ReleaseReason::Moving));
     }
     // Rows 1 to 4, then the scan of the kinds the catalogue cannot read field by field.
     let mut referrers = referrers_keeping(template, settings, lookups)?;
     referrers.extend(scanned_keeping(template, lookups)?);
     if referrers.is_empty() {
-        return Ok(Decision::Release(Release::Unused));
+        return Ok(Decision::Release(ReleaseReason::Unused));
     }
     // Row 6, read only when something still refers to the template.
     let going = owning_clusters_going(template, lookups)?;
@@ -108,7 +108,7 @@ pub fn decide(
         .filter(|r| !released_with_its_cluster(r, &going))
         .collect();
     Ok(if kept.is_empty() {
-        Decision::Release(Release::ClusterDeleted)
+        Decision::Release(ReleaseReason::ClusterDeleted)
     } else {
         Decision::Keep(kept)
     })

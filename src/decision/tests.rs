@@ -90,7 +90,7 @@ fn row1_a_machine_set_being_deleted_keeps_nothing() {
     let mut memory = Memory::default().with("MachineSet", vec![deleting]);
     assert_eq!(
         decide_with(&metal3("t"), &mut memory),
-        Ok(Decision::Release(Release::Unused))
+        Ok(Decision::Release(ReleaseReason::Unused))
     );
 }
 
@@ -243,7 +243,7 @@ fn rule3_a_deleting_cluster_releases_only_what_its_own_objects_need(
         .cluster_is("c", Ok(ClusterState::Deleting));
     let decision = decide_with(&t, &mut memory).unwrap();
     assert_eq!(
-        decision == Decision::Release(Release::ClusterDeleted),
+        decision == Decision::Release(ReleaseReason::ClusterDeleted),
         released,
         "{decision:?}"
     );
@@ -364,7 +364,7 @@ fn row3_a_cluster_class_being_deleted_releases_its_templates() {
     let t = template(INFRASTRUCTURE_GROUP, "Metal3ClusterTemplate", "t");
     assert_eq!(
         decide_with(&t, &mut memory),
-        Ok(Decision::Release(Release::Unused))
+        Ok(Decision::Release(ReleaseReason::Unused))
     );
 }
 
@@ -496,7 +496,7 @@ fn row5_move_is_released_before_any_lookup() {
     let mut memory = Memory::default().with("MachineDeployment", vec![naming_t("md")]);
     assert_eq!(
         decide_with(&t, &mut memory),
-        Ok(Decision::Release(Release::Moving))
+        Ok(Decision::Release(ReleaseReason::Moving))
     );
     assert!(memory.asked.is_empty());
 }
@@ -522,7 +522,7 @@ fn row6_owning_clusters(
     let decision = decide_with(&t, &mut memory);
     assert_eq!(
         decision
-            .map(|d| d == Decision::Release(Release::ClusterDeleted))
+            .map(|d| d == Decision::Release(ReleaseReason::ClusterDeleted))
             .map_err(|e| e.failure),
         released
     );
@@ -535,7 +535,7 @@ fn row6_clusters_are_read_only_when_something_refers_to_the_template() {
     let mut memory = Memory::default();
     assert_eq!(
         decide_with(&t, &mut memory),
-        Ok(Decision::Release(Release::Unused))
+        Ok(Decision::Release(ReleaseReason::Unused))
     );
     assert!(!memory.asked.iter().any(|a| a.starts_with("Cluster ")));
 }
@@ -621,7 +621,7 @@ fn a_data_template_user_being_deleted_keeps_nothing(#[case] referrer: &'static s
     let mut memory = Memory::default().with(referrer, vec![naming]);
     assert_eq!(
         decide_with(&t, &mut memory),
-        Ok(Decision::Release(Release::Unused))
+        Ok(Decision::Release(ReleaseReason::Unused))
     );
 }
 
