@@ -10,77 +10,62 @@ use anyhow::Result;
 
 use super::objects::*;
 use super::topology::topology_finalizer;
-use super::world::{Actor, Backoff, World};
+use super::world::{Backoff, World};
 
-/// Its work queue's retries of the topology finalizer's refused deletes.
-#[derive(Debug, Default)]
-pub struct MsController(Backoff);
-
-impl Actor for MsController {
-    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let mut did = false;
-        for name in w.shuffled(Kind::MachineSet) {
-            did |= self.reconcile(w, &name)?;
-        }
-        Ok(Some(w.requeue(did)))
+/// One reconcile of `ms`; true when it changed something. `backoff`: its work queue's retries.
+pub fn reconcile(w: &mut World, backoff: &mut Backoff, ms: &str) -> Result<bool> {
+    let Some(obj) = w.read(|s| s.get(Kind::MachineSet, ms).cloned()) else {
+        return Ok(false);
+    };
+    let Spec::MachineSet(spec) = obj.spec.clone() else {
+        return Ok(false);
+    };
+    let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
+    let machines = w.machines_of(Kind::MachineSet, ms);
+    w.set_replicas(ms, machines.len() as u32, true);
+    if w.cluster_state().0 {
+        return Ok(false);
     }
-}
-
-impl MsController {
-    fn reconcile(&mut self, w: &mut World, ms: &str) -> Result<bool> {
-        let Some(obj) = w.read(|s| s.get(Kind::MachineSet, ms).cloned()) else {
-            return Ok(false);
-        };
-        let Spec::MachineSet(spec) = obj.spec.clone() else {
-            return Ok(false);
-        };
-        let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
-        let machines = w.machines_of(Kind::MachineSet, ms);
-        w.set_replicas(ms, machines.len() as u32, true);
-        if w.cluster_state().0 {
-            return Ok(false);
-        }
-        if obj.deleting.is_some() {
-            // the topology deletes the templates no MachineDeployment or other MachineSet uses
-            let users: BTreeSet<Ref> = w.read(|s| {
-                (s.of_kind(Kind::MachineDeployment)
-                    .chain(s.of_kind(Kind::MachineSet)))
-                // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
-                // that are being deleted use nothing any more
-                .filter(|o| o.name != ms && o.deleting.is_none())
-                .flat_map(|o| o.spec.templates())
-                .cloned()
-                .collect()
-            });
-            let did = topology_finalizer(w, &mut self.0, &obj, &users)?;
-            return Ok(w.delete_dependents(&obj, MS_FINALIZER, &machines) | did);
-        }
-        let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
-        let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
-        let is_current = w.read(|s| {
-            s.get(Kind::MachineDeployment, md.unwrap_or_default())
-                .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
+    if obj.deleting.is_some() {
+        // the topology deletes the templates no MachineDeployment or other MachineSet uses
+        let users: BTreeSet<Ref> = w.read(|s| {
+            (s.of_kind(Kind::MachineDeployment)
+                .chain(s.of_kind(Kind::MachineSet)))
+            // CAPI's CalculateTemplatesInUse: MachineSets and the MachineDeployment
+            // that are being deleted use nothing any more
+            .filter(|o| o.name != ms && o.deleting.is_none())
+            .flat_map(|o| o.spec.templates())
+            .cloned()
+            .collect()
         });
-        let need_up = (live.len() as u32) < replicas;
-        if is_current || need_up {
-            let reader = format!("MachineSet {ms}");
-            if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
-                return Ok(false);
-            }
-            w.adopt(&[infra, bootstrap]);
-        }
-        if need_up {
-            return w.create_machine((Kind::MachineSet, ms.to_string()), infra, false);
-        }
-        if live.len() as u32 > replicas {
-            // delete the newest not-ready machine first, else the oldest
-            if let Some(v) = live.iter().find(|m| !w.ready(m)).or(live.first()) {
-                w.mark_deleted(Kind::Metal3Machine, &v.name);
-                let v = &v.name;
-                w.ev(|| format!("MachineSet {ms}: scale down, Metal3Machine {v} deleting"));
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let did = topology_finalizer(w, backoff, &obj, &users)?;
+        return Ok(w.delete_dependents(&obj, MS_FINALIZER, &machines) | did);
     }
+    let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
+    let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
+    let is_current = w.read(|s| {
+        s.get(Kind::MachineDeployment, md.unwrap_or_default())
+            .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
+    });
+    let need_up = (live.len() as u32) < replicas;
+    if is_current || need_up {
+        let reader = format!("MachineSet {ms}");
+        if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
+            return Ok(false);
+        }
+        w.adopt(&[infra, bootstrap]);
+    }
+    if need_up {
+        return w.create_machine((Kind::MachineSet, ms.to_string()), infra, false);
+    }
+    if live.len() as u32 > replicas {
+        // delete the newest not-ready machine first, else the oldest
+        if let Some(v) = live.iter().find(|m| !w.ready(m)).or(live.first()) {
+            w.mark_deleted(Kind::Metal3Machine, &v.name);
+            let v = &v.name;
+            w.ev(|| format!("MachineSet {ms}: scale down, Metal3Machine {v} deleting"));
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

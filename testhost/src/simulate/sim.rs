@@ -15,13 +15,13 @@ use super::clusterctl::Clusterctl;
 use super::controlplane;
 use super::deployer::DeployTool;
 use super::gc::GarbageCollector;
-use super::machinedeployment::MdController;
-use super::machineset::MsController;
+use super::machinedeployment;
+use super::machineset;
 use super::namespace::NamespaceController;
-use super::objects::HOUR;
+use super::objects::{Kind, HOUR};
 use super::scenario::{Lifecycle, Metrics, Scenario};
 use super::topology;
-use super::world::{Actor, Admit, Controller, World};
+use super::world::{Actor, Admit, Controller, WorkQueue, World};
 
 /// Everything settles before this (the clean-up job runs hourly until then).
 const HORIZON: u64 = 12 * HOUR;
@@ -56,8 +56,18 @@ pub fn run(
         add(&mut w, Box::new(Controller(topology::reconcile)), 5);
     }
     let controllers: [Box<dyn Actor>; 6] = [
-        Box::new(MdController::default()),
-        Box::new(MsController::default()),
+        Box::new(WorkQueue {
+            kind: Kind::MachineDeployment,
+            skip_paused: true,
+            reconcile: machinedeployment::reconcile,
+            backoff: Default::default(),
+        }),
+        Box::new(WorkQueue {
+            kind: Kind::MachineSet,
+            skip_paused: false,
+            reconcile: machineset::reconcile,
+            backoff: Default::default(),
+        }),
         Box::new(Controller(controlplane::reconcile)),
         Box::new(Capm3),
         Box::new(Controller(cluster::reconcile_delete)),

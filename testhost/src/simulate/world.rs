@@ -62,6 +62,28 @@ impl Actor for Controller {
     }
 }
 
+/// A controller whose work queue holds the objects of one kind, taken in a random order, and
+/// retries its refused deletes with `backoff`; with `skip_paused` it does nothing while the
+/// Cluster is paused.
+pub struct WorkQueue {
+    pub kind: Kind,
+    pub skip_paused: bool,
+    pub reconcile: fn(&mut World, &mut Backoff, &str) -> Result<bool>,
+    pub backoff: Backoff,
+}
+
+impl Actor for WorkQueue {
+    fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let mut did = false;
+        if !(self.skip_paused && w.cluster_state().0) {
+            for name in w.shuffled(self.kind) {
+                did |= (self.reconcile)(w, &mut self.backoff, &name)?;
+            }
+        }
+        Ok(Some(w.requeue(did)))
+    }
+}
+
 /// What actors publish for others: a release's status, a move's result.
 #[derive(Debug, Clone, Default)]
 pub struct Status {
