@@ -206,15 +206,13 @@ impl<'a> FuzzHost<'a> {
                 // Every kind of the catalogue is installed; with an empty answer, only the
                 // keeper's (a keeper exists, so its CRD does).
                 let keeper = self.case.keeper.as_ref().map(|k| k.kind.as_str());
-                return catalogue::REFERRERS
-                    .iter()
-                    .map(|r| &r.resource)
-                    .chain([&catalogue::METAL3_MACHINE_TEMPLATE])
+                return catalogue::resources_read()
+                    .filter(|r| r.kind != CRD.kind)
                     .filter(|r| count > 0 || keeper == Some(r.kind))
                     .map(|r| {
-                        let versions: Vec<Value> = r.versions.iter().map(|v| json!({"name": v, "served": true})).collect();
-                        json!({"kind": CRD.kind, "metadata": {"name": format!("{}.{}", r.plural, r.group)},
-                            "spec": {"group": r.group, "names": {"kind": r.kind, "plural": r.plural}, "versions": versions}})
+                        let versions: Vec<(&str, bool)> =
+                            r.versions.iter().map(|v| (*v, true)).collect();
+                        crate::testing::crd_object(r.group, r.kind, r.plural, &versions)
                     })
                     .collect();
             }

@@ -32,6 +32,21 @@ pub fn referrer_kind(name: &str) -> &'static ReferrerKind {
         .unwrap_or_else(|| panic!("{name} is not in the catalogue"))
 }
 
+/// A CustomResourceDefinition as the host's CRD list holds it: the tests' one builder (the fake
+/// host and the fuzzer answer the CRD list with it).
+pub fn crd_object(group: &str, kind: &str, plural: &str, versions: &[(&str, bool)]) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural},
+            "versions": versions.iter().map(|(v, served)| json!({"name": v, "served": served})).collect::<Vec<_>>(),
+        },
+    })
+}
+
 /// Wraps objects into a list answer as the host sends it.
 pub fn list_of(api_version: &str, kind: &str, items: &[Value]) -> String {
     json!({"apiVersion": api_version, "kind": format!("{kind}List"), "items": items}).to_string()
@@ -276,16 +291,9 @@ impl FakeHost {
             .installed
             .iter()
             .map(|((group, kind, plural), versions)| {
-                json!({
-                    "apiVersion": "apiextensions.k8s.io/v1",
-                    "kind": "CustomResourceDefinition",
-                    "metadata": {"name": format!("{plural}.{group}")},
-                    "spec": {
-                        "group": group,
-                        "names": {"kind": kind, "plural": plural},
-                        "versions": versions.iter().map(|(v, served)| json!({"name": v, "served": served})).collect::<Vec<_>>(),
-                    },
-                })
+                let versions: Vec<(&str, bool)> =
+                    versions.iter().map(|(v, s)| (v.as_str(), *s)).collect();
+                crd_object(group, kind, plural, &versions)
             })
             .collect();
         list_of(
