@@ -566,6 +566,8 @@ mod tests {
     #[case::catalogue_plural_other_kind(CP, "TalosControlPlaneX", "taloscontrolplanes", &["v1alpha3"], Some("controlplane.cluster.x-k8s.io/v1alpha3"))]
     #[case::known_at_a_known_version(CP, "TalosControlPlane", "taloscontrolplanes", &["v1alpha3"], None)]
     #[case::a_template(CP, "FooControlPlaneTemplate", "foocontrolplanetemplates", &["v1beta1"], None)]
+    #[case::hosted_k0smotron(CP, "K0smotronControlPlane", "k0smotroncontrolplanes", &["v1beta2"], None)]
+    #[case::managed_eks(CP, "AWSManagedControlPlane", "awsmanagedcontrolplanes", &["v1beta2"], None)]
     #[case::infrastructure_group(INFRASTRUCTURE_GROUP, "FooMachine", "foomachines", &["v1beta1"], None)]
     #[case::core_group(CAPI_GROUP, "MachinePool", "machinepools", &["v1beta2"], None)]
     fn what_a_machine_template_deletion_scans(

@@ -479,9 +479,25 @@ pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
     REFERRERS.iter().map(|r| &r.resource).chain([&CRD])
 }
 
-/// Whether the catalogue knows `kind` of `group` whole: a kind it reads, or a guarded template.
+/// Control planes in a scanned group that run no machines (hosted in the management cluster, or
+/// managed by a cloud), so they name no machine or bootstrap template: known whole and never
+/// scanned, so that installing one does not make every machine-template delete wait for a grant.
+/// From their API types: k0sproject/k0smotron@v2.1.0 `api/controlplane/v1beta2/k0smotron_types.go`,
+/// clastix/cluster-api-control-plane-provider-kamaji@02a38000 `api/v1alpha2/kamajicontrolplane_types.go`,
+/// kubernetes-sigs/cluster-api-provider-aws `controlplane/eks/api/v1beta2/
+/// awsmanagedcontrolplane_types.go` and `controlplane/rosa/api/v1beta2/rosacontrolplane_types.go`.
+pub const RUN_NO_MACHINES: [&str; 4] = [
+    "AWSManagedControlPlane",
+    "K0smotronControlPlane",
+    "KamajiControlPlane",
+    "ROSAControlPlane",
+];
+
+/// Whether the catalogue knows `kind` of `group` whole: a kind it reads, a guarded template, or a
+/// control plane that runs no machines.
 pub fn is_known(group: &str, kind: &str) -> bool {
     template_class(group, kind).is_some()
+        || (group == CONTROL_PLANE_GROUP && RUN_NO_MACHINES.contains(&kind))
         || resources_read().any(|r| r.group == group && r.kind == kind)
 }
 
