@@ -353,13 +353,8 @@ mod tests {
             vec!["list cluster.x-k8s.io/v1beta2 MachineSet ns"]
         );
         // The FakeHost asserts no selectors; the masks are the catalogue's, written out.
-        let sent: Vec<String> = host.masks()[0]
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
         assert_eq!(
-            sent,
+            host.sent_masks(0),
             [
                 "metadata.deletionTimestamp",
                 "metadata.labels",
@@ -393,12 +388,7 @@ mod tests {
             (error.lookup.kind(), error.lookup.plural()),
             ("FooControlPlane", "foocontrolplanes")
         );
-        let sent: Vec<String> = host.masks()[0]
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        assert_eq!(sent, SCAN_MASKS);
+        assert_eq!(host.sent_masks(0), SCAN_MASKS);
     }
 
     #[rstest]

@@ -286,6 +286,17 @@ impl FakeHost {
         self.calls.borrow().iter().map(|(_, m)| m.clone()).collect()
     }
 
+    /// The field masks call `i` sent, sorted; none when it sent none.
+    pub fn sent_masks(&self, i: usize) -> Vec<String> {
+        self.masks()
+            .get(i)
+            .cloned()
+            .flatten()
+            .unwrap_or_default()
+            .into_iter()
+            .collect()
+    }
+
     fn crd_list(&self) -> String {
         let items: Vec<Value> = self
             .installed

@@ -355,13 +355,14 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // are ObjectReferences, v1beta2 ones name-only Metal3ObjectRefs (api/v1beta2/common_types.go),
     // so the kind is implied. `failureDomainDataTemplates` is CAPM3 PR 3589 (v1beta2, not merged
     // in v1.14.0-rc.0), read so that it is kept from the first release that has it.
-    ReferrerKind {
-        resource: METAL3_MACHINE_TEMPLATE,
-        fields: &[
+    // A machine template being deleted clones no more machines: it keeps nothing then.
+    data_user(
+        METAL3_MACHINE_TEMPLATE,
+        &[
             "spec.failureDomainDataTemplates[failureDomain].dataTemplate",
             "spec.template.spec.dataTemplate",
         ],
-        implied: &[
+        &[
             Implied {
                 field: "spec.failureDomainDataTemplates[failureDomain].dataTemplate",
                 ..DATA_TEMPLATE
@@ -371,21 +372,20 @@ pub static REFERRERS: [ReferrerKind; 21] = [
                 ..DATA_TEMPLATE
             },
         ],
-        cloned_from: false,
-        creates_machines: false,
-        keeps: &[TemplateClass::Data],
-        only_node_reuse: false,
-        // A machine template being deleted clones no more machines.
-        while_deleting: WhileDeleting::KeepsNothing,
-        kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
-        advice: Advice::DataTemplate,
-    },
+    ),
     // api/v1beta1 and v1beta2 metal3dataclaim_types.go `spec.template`; the template's controller
     // matches claims by that name alone (UpdateDatas).
-    data_user(METAL3_DATA_CLAIM),
+    data_user(
+        METAL3_DATA_CLAIM,
+        &["spec.template"],
+        DATA_TEMPLATE_IMPLIED_AT_TEMPLATE,
+    ),
     // api/v1beta1 and v1beta2 metal3data_types.go `spec.template`.
-    data_user(METAL3_DATA),
+    data_user(
+        METAL3_DATA,
+        &["spec.template"],
+        DATA_TEMPLATE_IMPLIED_AT_TEMPLATE,
+    ),
 ];
 
 /// What a Metal3 reference to a data template implies when it gives no kind.
@@ -405,13 +405,18 @@ const DATA_TEMPLATE_IMPLIED_AT_TEMPLATE: &[Implied] = &[Implied {
     ..DATA_TEMPLATE
 }];
 
-/// Metal3DataClaims and Metal3Datas: they exist while a Metal3Machine uses the template, and one
-/// being deleted keeps nothing (the template's own finalizer waits for it).
-const fn data_user(resource: Resource) -> ReferrerKind {
+/// The keepers of a Metal3DataTemplate but Metal3Machines. Metal3DataClaims and Metal3Datas exist
+/// while a Metal3Machine uses the template; one being deleted keeps nothing (the template's own
+/// finalizer waits for it).
+const fn data_user(
+    resource: Resource,
+    fields: &'static [&'static str],
+    implied: &'static [Implied],
+) -> ReferrerKind {
     ReferrerKind {
         resource,
-        fields: &["spec.template"],
-        implied: DATA_TEMPLATE_IMPLIED_AT_TEMPLATE,
+        fields,
+        implied,
         cloned_from: false,
         creates_machines: false,
         keeps: &[TemplateClass::Data],
