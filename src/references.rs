@@ -407,6 +407,22 @@ mod tests {
         }
     }
 
+    /// The scan walks a whole spec: a reference at any depth is found with its path, and what is
+    /// not shaped as a reference (a kind that is no string, a bare name) is skipped, not an error.
+    #[test]
+    fn a_scan_finds_references_at_any_depth_and_skips_other_shapes() {
+        let mut spec = json!({"kind": "Metal3MachineTemplate", "name": "t"});
+        for _ in 0..100 {
+            spec = json!({"x": [spec, {"kind": 7, "name": "t"}, {"name": "t"}, "t"]});
+        }
+        let object: Object =
+            serde_json::from_value(json!({"metadata": {"name": "o"}, "spec": spec})).unwrap();
+        let found = scan(&object);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].field, format!("spec{}", ".x[0]".repeat(100)));
+        assert_eq!(found[0].reference.name, "t");
+    }
+
     #[rstest]
     #[case::v1beta1("v1beta1/11-clusterclass.json", "ref", "template.")]
     #[case::v1beta2("v1beta2/13-clusterclass.json", "templateRef", "")]
