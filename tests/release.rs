@@ -689,7 +689,11 @@ const FILE_MAX_LINES: usize = 800;
 fn no_file_is_longer_than_a_reader_takes_in() {
     let root = repo();
     let files = repository_files(&root);
-    for expected in ["docs/design.md", "src/decision/mod.rs", "testhost/src/bench.rs"] {
+    for expected in [
+        "docs/design.md",
+        "src/decision/mod.rs",
+        "testhost/src/bench.rs",
+    ] {
         assert!(files.contains(expected), "{expected} not seen");
     }
     let long: Vec<String> = files
