@@ -238,7 +238,28 @@ fn install(w: &World, revision: &[Obj]) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::super::sim::testing::*;
+
+    /// With every template DELETE refused, templates leak exactly in the flows whose tool's
+    /// behaviour explains a leak (forget, roll back and retry, skip owned), never where the tool
+    /// reruns, retries every interval or keeps them.
+    #[test]
+    fn leaks_follow_what_the_tool_does_with_a_refusal() {
+        let mut leaked: BTreeMap<Deployer, u64> = BTreeMap::new();
+        for d in Deployer::ALL {
+            for seed in seeds(d, Lifecycle::None) {
+                let tool = scenario(seed).deployer;
+                *leaked.entry(tool).or_default() += run(seed, true).0.leaked;
+            }
+        }
+        assert_eq!(leaked.len(), 9, "every tool and variant drawn: {leaked:?}");
+        for (tool, leaked) in leaked {
+            let explained = tool.on_refusal().explained_leak().is_some();
+            assert_eq!(leaked > 0, explained, "{} leaked {leaked}", tool.name());
+        }
+    }
 
     #[test]
     fn without_the_policy_helm3_upgrades_lose_node_reuse_decisions() {
