@@ -117,8 +117,8 @@ fn cargo_toml_version(text: &str) -> Option<String> {
 }
 
 /// The version Cargo.lock records for this package.
-fn cargo_lock_version(text: &str) -> Option<String> {
-    let name_line = format!("name = \"{PACKAGE}\"");
+fn cargo_lock_version(text: &str, package: &str) -> Option<String> {
+    let name_line = format!("name = \"{package}\"");
     let mut lines = text.lines().map(str::trim);
     lines.find(|line| *line == name_line)?;
     lines
@@ -190,7 +190,16 @@ fn version_mentions(root: &Path) -> Vec<Mention> {
     );
     push(
         format!("Cargo.lock entry of {PACKAGE}"),
-        cargo_lock_version(&read(root, "Cargo.lock")),
+        cargo_lock_version(&read(root, "Cargo.lock"), PACKAGE),
+    );
+    // The collector ships with the policy and carries its version (its --version, its image tag).
+    push(
+        "collector/Cargo.toml [package] version".into(),
+        cargo_toml_version(&read(root, "collector/Cargo.toml")),
+    );
+    push(
+        "Cargo.lock entry of template-cleanup".into(),
+        cargo_lock_version(&read(root, "Cargo.lock"), "template-cleanup"),
     );
 
     let metadata = yaml_file(root, "metadata.yml");
@@ -348,7 +357,8 @@ fn the_version_scan_catches_a_stale_tag() {
     );
     assert_eq!(
         cargo_lock_version(
-            "[[package]]\nname = \"other\"\nversion = \"9.9.9\"\n\n[[package]]\nname = \"capi-template-guard\"\nversion = \"1.2.3\"\n"
+            "[[package]]\nname = \"other\"\nversion = \"9.9.9\"\n\n[[package]]\nname = \"capi-template-guard\"\nversion = \"1.2.3\"\n",
+            PACKAGE
         ),
         Some("1.2.3".to_string())
     );
@@ -401,7 +411,11 @@ fn the_bump_script_moves_every_version_at_once() {
     let root = repo();
     let scratch = Scratch::new("bump");
     let mut files = text_files(&root);
-    files.extend(["Cargo.toml".to_string(), "Cargo.lock".to_string()]);
+    files.extend(
+        ["Cargo.toml", "Cargo.lock", "collector/Cargo.toml"]
+            .into_iter()
+            .map(str::to_string),
+    );
     for file in &files {
         let target = scratch.0.join(file);
         fs::create_dir_all(target.parent().expect("a file has a parent"))
