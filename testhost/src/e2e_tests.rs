@@ -1,12 +1,12 @@
-//! End-to-end tests through wasmtime and waPC, with tiny guests written in
-//! WAT: they answer `validate_settings` / `validate` with canned bytes, an
-//! error, a trap, or whatever a host call returns.
+//! End-to-end tests through wasmtime and waPC, with tiny guests written in WAT: they answer
+//! `validate_settings` / `validate` with canned bytes, an error or a trap, which the policy never
+//! does. Host calls through a guest are checked by e2e.bats (every case replays a session), their
+//! texts by host.rs and session.rs.
 
 use serde_json::json;
 
 use super::*;
-use crate::host::{ContextAwareResource, HostState};
-use crate::session::Replayer;
+use crate::host::HostState;
 
 /// What a guest function does.
 enum Behaviour<'a> {
@@ -16,13 +16,6 @@ enum Behaviour<'a> {
     Fail(&'a str),
     /// Execute `unreachable`.
     Trap,
-    /// Call the host (binding "kubewarden") and return its answer as the
-    /// guest response, or its error as the guest error.
-    HostCall {
-        namespace: &'a str,
-        operation: &'a str,
-        payload: &'a str,
-    },
 }
 
 fn wat_bytes(text: &str) -> String {
@@ -55,30 +48,6 @@ fn body(behaviour: &Behaviour, base: u32, data: &mut Vec<(u32, String)>) -> Stri
             )
         }
         Behaviour::Trap => "unreachable".to_string(),
-        Behaviour::HostCall {
-            namespace,
-            operation,
-            payload,
-        } => {
-            let (bd, ns, op, pl) = (base, base + 100, base + 200, base + 400);
-            data.push((bd, "kubewarden".to_string()));
-            data.push((ns, namespace.to_string()));
-            data.push((op, operation.to_string()));
-            data.push((pl, payload.to_string()));
-            format!(
-                "(if (call $host_call (i32.const {bd}) (i32.const 10) (i32.const {ns}) (i32.const {}) (i32.const {op}) (i32.const {}) (i32.const {pl}) (i32.const {}))
-                   (then (call $host_response (i32.const 262144))
-                         (call $guest_response (i32.const 262144) (call $host_response_len))
-                         (return (i32.const 1)))
-                   (else (call $host_error (i32.const 262144))
-                         (call $guest_error (i32.const 262144) (call $host_error_len))
-                         (return (i32.const 0))))
-                 (i32.const 0)",
-                namespace.len(),
-                operation.len(),
-                payload.len()
-            )
-        }
     }
 }
 
@@ -96,11 +65,6 @@ fn guest(settings: Behaviour, validate: Behaviour) -> Vec<u8> {
   (import "wapc" "__guest_request" (func $guest_request (param i32 i32)))
   (import "wapc" "__guest_response" (func $guest_response (param i32 i32)))
   (import "wapc" "__guest_error" (func $guest_error (param i32 i32)))
-  (import "wapc" "__host_call" (func $host_call (param i32 i32 i32 i32 i32 i32 i32 i32) (result i32)))
-  (import "wapc" "__host_response_len" (func $host_response_len (result i32)))
-  (import "wapc" "__host_response" (func $host_response (param i32)))
-  (import "wapc" "__host_error_len" (func $host_error_len (result i32)))
-  (import "wapc" "__host_error" (func $host_error (param i32)))
   (memory (export "memory") 8)
   {data_segments}
   (func $settings (result i32) {settings_body})
@@ -141,17 +105,6 @@ fn output(policy: &Policy) -> String {
 #[test]
 fn validate_answers_become_kwctls_response_line() {
     for (answer, line) in [
-        (
-            Behaviour::Respond(ACCEPT),
-            r#"{"uid":"uid-1","allowed":true,"auditAnnotations":null,"warnings":null}"#,
-        ),
-        // [{"op":"add","path":"/metadata/labels/b","value":"2"}]
-        (
-            Behaviour::Respond(
-                r#"{"accepted":true,"mutated_object":{"metadata":{"name":"p","labels":{"a":"1","b":"2"}}},"warnings":["careful"]}"#,
-            ),
-            r#"{"uid":"uid-1","allowed":true,"patchType":"JSONPatch","patch":"W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscy9iIiwidmFsdWUiOiIyIn1d","auditAnnotations":null,"warnings":["careful"]}"#,
-        ),
         (
             Behaviour::Respond(
                 r#"{"accepted":false,"message":"nope","code":403,"audit_annotations":{"x":"y"}}"#,
@@ -203,75 +156,6 @@ fn settings_answers_and_failures() {
         failed.message.as_deref(),
         Some(r#"Error invoking settings validation callback: GuestCallFailure("bad settings")"#)
     );
-}
-
-#[test]
-fn host_calls_are_replayed_checked_and_refused_like_kwctl() {
-    let session = |response: &str, masks: &str| {
-        let text = format!(
-            "- type: Exchange\n  request: \"!KubernetesListResourceAll\\napi_version: v1\\nkind: Namespace\\nlabel_selector: null\\nfield_selector: null\\nfield_masks: {masks}\\n\"\n  response:\n{response}"
-        );
-        Some(Replayer::from_yaml_str(&text, "session.yml").unwrap())
-    };
-    let from_session = r#"{"accepted":false,"message":"from session"}"#;
-    let success = format!("    type: Success\n    payload: '{from_session}'\n");
-    let error = "    type: Error\n    message: 'namespaces is forbidden'\n";
-    let namespaces: std::collections::BTreeSet<ContextAwareResource> = [ContextAwareResource {
-        api_version: "v1".to_string(),
-        kind: "Namespace".to_string(),
-    }]
-    .into();
-    let prefix = r#"{"uid":"uid-1","allowed":false,"status":{"message":"#;
-    for (allow_list, replayer, message, leftovers) in [
-        (
-            namespaces.clone(),
-            session(&success, "[metadata.name]"),
-            r#""from session"}"#,
-            0,
-        ),
-        (
-            namespaces.clone(),
-            session(error, "[metadata.name]"),
-            r#""internal server error: Guest call failure: Callback evaluation failure: namespaces is forbidden","code":500}"#,
-            0,
-        ),
-        // denied: bare text, nothing consumed
-        (
-            Default::default(),
-            session(&success, "[metadata.name]"),
-            r#""internal server error: Guest call failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.","code":500}"#,
-            1,
-        ),
-        // masks differ: kwctl's mismatch text, the exchange consumed
-        (
-            namespaces,
-            session(&success, "null"),
-            r#""internal server error: Guest call failure: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: None }, got KubernetesListResourceAll { api_version: \"v1\", kind: \"Namespace\", label_selector: None, field_selector: None, field_masks: Some({\"metadata.name\"}) } instead","code":500}"#,
-            0,
-        ),
-    ] {
-        let payload = r#"{"api_version":"v1","kind":"Namespace","label_selector":null,"field_selector":null,"field_masks":["metadata.name"]}"#;
-        let call = Behaviour::HostCall {
-            namespace: "kubernetes",
-            operation: "list_resources_all",
-            payload,
-        };
-        let state = HostState {
-            allow_list,
-            replayer,
-            ..Default::default()
-        };
-        let policy = load(&guest(VALID, call), state);
-        let out = output(&policy);
-        assert_eq!(
-            out,
-            format!("{prefix}{message},\"auditAnnotations\":null,\"warnings\":null}}")
-        );
-        assert_eq!(
-            policy.with_state(|st| st.replayer.as_ref().map(|r| r.leftovers().len())),
-            Some(leftovers)
-        );
-    }
 }
 
 #[test]

@@ -152,8 +152,8 @@ mod tests {
 
     const LIST_NS: &[u8] = br#"{"api_version":"v1","kind":"Namespace","label_selector":null,"field_selector":null,"field_masks":null}"#;
 
-    /// Replay and the access check through a guest are in e2e_tests.rs; these are the answers
-    /// no guest of those tests reaches.
+    /// Replay through the compiled policy is checked by e2e.bats; the replay's texts by
+    /// session.rs.
     #[test]
     fn calls_the_policy_does_not_make_are_refused_like_kwctl() {
         let mut st = HostState {
@@ -183,6 +183,8 @@ mod tests {
             .unwrap()
             .is_empty());
         assert_eq!(st.replayer.as_ref().unwrap().leftovers().len(), 1);
+        let payload = st.host_call("kubewarden", "kubernetes", "list_resources_all", LIST_NS);
+        assert_eq!(payload.unwrap(), br#"{"items":[]}"#);
         // kwctl without a session and without a cluster
         st.replayer = None;
         assert_eq!(

@@ -290,43 +290,23 @@ impl Metrics {
 
     /// The first table's rows: label and value.
     pub fn rows(&self) -> [(&'static str, u64); 14] {
-        [
-            ("node-reuse decisions lost (must be 0)", self.lost),
-            (
-                "missing-template reconcile errors (must be 0)",
-                self.missing,
-            ),
-            ("stuck flows (must be 0)", self.stuck),
-            (
-                "templates leaked: a delete given up or never made (explained flows only)",
-                self.leaked,
-            ),
-            (
-                "templates left at the end, nothing collected them (must be 0)",
-                self.left,
-            ),
-            (
-                "refused Metal3Machine creates (must be 0)",
-                self.refused_creates,
-            ),
-            (
-                "clean-up passes failed on another answer (must be 0)",
-                self.cleanup_failed,
-            ),
-            ("refused deletes", self.refused),
-            (
-                "missing-template errors while the Cluster is being deleted",
-                self.missing_cluster_deleting,
-            ),
-            ("retries", self.retries),
-            ("node-reuse decisions made", self.decisions),
-            ("Metal3Machines annotated", self.mutations),
-            (
-                "guarded requests (evaluations, with the policy)",
-                self.admissions,
-            ),
-            ("host calls", self.host_calls),
-        ]
+        let values = [
+            self.lost,
+            self.missing,
+            self.stuck,
+            self.leaked,
+            self.left,
+            self.refused_creates,
+            self.cleanup_failed,
+            self.refused,
+            self.missing_cluster_deleting,
+            self.retries,
+            self.decisions,
+            self.mutations,
+            self.admissions,
+            self.host_calls,
+        ];
+        std::array::from_fn(|i| (ROWS[i], values[i]))
     }
 
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
@@ -339,3 +319,20 @@ impl Metrics {
         must_be_zero + self.refused_creates + self.cleanup_failed + unexplained_leaks > 0
     }
 }
+
+const ROWS: [&str; 14] = [
+    "node-reuse decisions lost (must be 0)",
+    "missing-template reconcile errors (must be 0)",
+    "stuck flows (must be 0)",
+    "templates leaked: a delete given up or never made (explained flows only)",
+    "templates left at the end, nothing collected them (must be 0)",
+    "refused Metal3Machine creates (must be 0)",
+    "clean-up passes failed on another answer (must be 0)",
+    "refused deletes",
+    "missing-template errors while the Cluster is being deleted",
+    "retries",
+    "node-reuse decisions made",
+    "Metal3Machines annotated",
+    "guarded requests (evaluations, with the policy)",
+    "host calls",
+];
