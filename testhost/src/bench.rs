@@ -215,7 +215,7 @@ impl Bench {
             responder: Some(Box::new(host)),
             ..Default::default()
         };
-        let policy = module.load_with_defaults(state)?;
+        let policy = module.load_with_settings(state, &json!({}))?;
         Ok(Bench { policy, traffic })
     }
 

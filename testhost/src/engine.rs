@@ -112,14 +112,14 @@ impl PolicyModule {
         Policy::load(&self.wasm, &self.origin, true, state)
     }
 
-    /// Loads the module with `state` and checks that it accepts its default settings (`{}`),
-    /// which is how `bench` and `simulate` evaluate it.
-    pub fn load_with_defaults(&self, state: HostState) -> Result<Policy> {
+    /// Loads the module with `state` and checks that it accepts `settings`: how `bench` and
+    /// `simulate` (with the defaults, `{}`) and `webhook` evaluate it.
+    pub fn load_with_settings(&self, state: HostState, settings: &Value) -> Result<Policy> {
         let policy = self.load(state)?;
-        let validation = policy.validate_settings(&json!({}));
+        let validation = policy.validate_settings(settings);
         if !validation.valid {
             bail!(
-                "the policy refuses its default settings {{}}: {}",
+                "Provided settings are not valid: {}",
                 validation.message.unwrap_or_default()
             );
         }

@@ -109,41 +109,34 @@ fn get(address: &str, path: &str) -> Result<(u16, Vec<u8>), String> {
 impl Responder for ApiServer {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
         let (api_version, kind) = request.resource();
-        let resource = format!("{}/{}", base(api_version), plural(kind));
-        let (path, masks, missing) = match request {
+        // the namespace, then what follows the resource: a list's selectors or a get's name
+        let (namespace, tail, masks, missing) = match request {
             KubeRequest::KubernetesListResourceNamespace(r) => (
-                format!(
-                    "{}/namespaces/{}/{}?{}",
-                    base(api_version),
-                    r.namespace,
-                    plural(kind),
-                    selectors(&r.label_selector, &r.field_selector)
-                ),
+                Some(r.namespace.as_str()),
+                format!("?{}", selectors(&r.label_selector, &r.field_selector)),
                 r.field_masks.as_ref(),
                 None,
             ),
             KubeRequest::KubernetesListResourceAll(r) => (
-                format!(
-                    "{resource}?{}",
-                    selectors(&r.label_selector, &r.field_selector)
-                ),
+                None,
+                format!("?{}", selectors(&r.label_selector, &r.field_selector)),
                 r.field_masks.as_ref(),
                 None,
             ),
-            KubeRequest::KubernetesGetResource(r) => {
-                let path = match &r.namespace {
-                    Some(ns) => format!(
-                        "{}/namespaces/{ns}/{}/{}",
-                        base(api_version),
-                        plural(kind),
-                        r.name
-                    ),
-                    None => format!("{resource}/{}", r.name),
-                };
-                let missing = no_such_object(api_version, kind, &r.name, r.namespace.as_deref());
-                (path, r.field_masks.as_ref(), Some(missing))
-            }
+            KubeRequest::KubernetesGetResource(r) => (
+                r.namespace.as_deref(),
+                format!("/{}", r.name),
+                r.field_masks.as_ref(),
+                Some(no_such_object(
+                    api_version,
+                    kind,
+                    &r.name,
+                    r.namespace.as_deref(),
+                )),
+            ),
         };
+        let namespace = namespace.map_or(String::new(), |ns| format!("/namespaces/{ns}"));
+        let path = format!("{}{namespace}/{}{tail}", base(api_version), plural(kind));
         let (code, body) = get(&self.address, &path)?;
         match (code, missing) {
             (200, _) => {}
@@ -213,14 +206,7 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
         })),
         ..Default::default()
     };
-    let policy = module.load(state)?;
-    let validation = policy.validate_settings(&settings);
-    if !validation.valid {
-        bail!(
-            "Provided settings are not valid: {}",
-            validation.message.unwrap_or_default()
-        );
-    }
+    let policy = module.load_with_settings(state, &settings)?;
     let listener = TcpListener::bind(&args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let port = listener.local_addr()?.port();

@@ -147,7 +147,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
             responder: Some(Box::new(SimHost { api: api.clone() })),
             ..Default::default()
         };
-        Ok((module.load_with_defaults(state)?, api))
+        Ok((module.load_with_settings(state, &json!({}))?, api))
     };
 
     if let Some(seed) = args.seed {
