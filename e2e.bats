@@ -392,7 +392,7 @@ patch_is() {
   message_has "without the Cluster CRD they would all read as gone"
 }
 
-@test "Kubewarden 1.36's host-capability denial gets its own hint (session written from policy-evaluator's text, not recorded)" {
+@test "Kubewarden 1.36's host-capability denial gets its own hint (policy-evaluator's text, checked live with kwctl 1.36)" {
   evaluate guard-capability-denied '{}'
   rejected_with 500
   message_has "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability"

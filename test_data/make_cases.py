@@ -273,7 +273,9 @@ claim2 = {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3DataClaim",
                        "labels": {"cluster.x-k8s.io/cluster-name": "edge-a"}},
           "spec": {"template": {"name": "edge-a-workers-metadata"}}}
 # Kubewarden 1.36's host-capability denial, written from policy-evaluator src/runtimes/callback.rs
-# (`host_capability_denied`); not recorded from a policy server (no kwctl or policy server here).
+# (`host_capability_denied`). kwctl 1.36.0-beta.1, run live with --allowed-host-capabilities lacking
+# list_resources_all, answered this text word for word; its recording holds no exchange (the denial
+# comes before the host is called), so the session carries it as an Error exchange.
 CAPABILITY_DENIED = ("Policy has not been granted access to the 'kubernetes/list_resources_all' host "
                      "capability. The violation has been reported.")
 
