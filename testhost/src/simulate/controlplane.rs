@@ -73,7 +73,7 @@ mod tests {
 
     #[test]
     fn a_control_plane_that_needs_its_template_to_be_deleted_hangs_without_it() {
-        let stuck: u64 = [Deployer::Keep, Deployer::Helm3, Deployer::Helm4]
+        let stuck: u64 = Deployer::ALL
             .into_iter()
             .flat_map(|d| seeds(d, Lifecycle::NamespaceDeletion))
             .filter(|seed| scenario(*seed).cp_needs_template_on_delete)

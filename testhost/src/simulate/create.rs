@@ -5,7 +5,7 @@
 use anyhow::{anyhow, Result};
 
 use super::objects::*;
-use super::scenario::Deployer;
+use super::scenario::{Deployer, OnRefusal};
 use super::world::World;
 use crate::host::lock;
 
@@ -21,7 +21,7 @@ impl World<'_> {
         t.labels.insert(CLEANUP_LABEL.into(), "true".into());
         t.labels
             .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
-        if self.sc.deployer == Deployer::Keep {
+        if self.sc.deployer == Deployer::Tool(OnRefusal::Keep) {
             t.annotations
                 .insert("helm.sh/resource-policy".into(), "keep".into());
         }

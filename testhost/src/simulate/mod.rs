@@ -43,7 +43,7 @@ use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 
 use api::{Api, SimHost};
-use scenario::{Deployer, Lifecycle, Metrics, OnRefusal, Scenario};
+use scenario::{Deployer, Lifecycle, Metrics, Scenario};
 use world::Verdict;
 
 #[derive(Debug, clap::Args)]
@@ -130,8 +130,8 @@ impl Flow {
 #[derive(Debug, Default)]
 struct Totals {
     failing: BTreeSet<u64>,
-    /// by (deploy tool and its variant, lifecycle), in the order of Deployer::ALL and
-    /// Lifecycle::ALL (as both are ordered)
+    /// by (deployer, lifecycle), in the order of Deployer::ALL and Lifecycle::ALL (as both are
+    /// ordered)
     flows: BTreeMap<(Deployer, Lifecycle), Flow>,
 }
 
@@ -259,7 +259,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     let flows = t.flows.iter().map(|((deployer, lifecycle), f)| {
         let star = deployer.on_refusal().explained_leak().map_or("", |_| " *");
         [
-            format!("{} {}", deployer.name(), lifecycle.label()),
+            format!("{} {}", deployer.label(), lifecycle.label()),
             f.seeds.to_string(),
             format!("{} / {}", f.with.lost, f.without.lost),
             format!("{} / {}", f.with.stuck, f.without.stuck),
@@ -269,26 +269,10 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     let flows = std::iter::once(header).chain(flows).map(Vec::from);
     println!("{}\n", markdown(flows.collect()));
     println!("Explained leaks, by what the tool does with a refused delete (allowed in these flows only; the clean-up job collects them):");
-    let variants = [
-        Deployer::Flux { retries: true },
-        Deployer::Kustomize { retries: false },
-    ];
-    let tools: Vec<Deployer> = Deployer::ALL.into_iter().chain(variants).collect();
-    let behaviours = [
-        OnRefusal::Forget,
-        OnRefusal::RollBackAndRetry(2),
-        OnRefusal::SkipOwned { retries: 5 },
-    ];
-    for behaviour in behaviours {
-        let Some(why) = behaviour.explained_leak() else {
-            continue;
-        };
-        let names: Vec<&str> = tools
-            .iter()
-            .filter(|d| d.on_refusal() == behaviour)
-            .map(|d| d.name())
-            .collect();
-        println!("  {behaviour:?} ({}): {why}", names.join(", "));
+    for d in Deployer::ALL {
+        if let (Deployer::Tool(behaviour), Some(why)) = (d, d.on_refusal().explained_leak()) {
+            println!("  {behaviour:?}: {why}");
+        }
     }
     println!(
         "\n{} runs in {elapsed:.1} s on {jobs} worker(s): {:.0} runs per second",

@@ -4,110 +4,62 @@
 use super::objects::{Installed, Kind, HOUR};
 use super::rng::Rng;
 
-/// Ordered as its variants are listed, `retries: false` first.
+/// How the seed's release rolls out: a deploy tool that points the owners at new templates and
+/// deletes the retired ones, or a ClusterClass. Ordered as [`Deployer::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Deployer {
-    /// Helm 3: deletes retired templates once; a refused delete is forgotten.
-    Helm3,
-    /// Helm 4: a refused delete fails the upgrade; the pipeline runs the upgrade again.
-    Helm4,
-    /// Flux helm-controller >= v1.5.0 (Helm 4): a refused delete fails the upgrade; `retries`:
-    /// `upgrade.remediation.retries: 2` (rolled back between attempts) instead of the default 0.
-    Flux { retries: bool },
-    /// Flux kustomize-controller with `prune: true`; `retries`: >= v1.9.0, which retries a
-    /// failed prune every interval.
-    Kustomize { retries: bool },
-    /// Argo CD with pruning: prunes only objects without ownerReferences.
-    Argo,
-    /// The README's pattern: `helm.sh/resource-policy: keep`, the clean-up job collects.
-    Keep,
-    /// A ClusterClass: Helm 3 ships the class and its templates; the topology controller
-    /// rotates the cluster's own copies and deletes them.
+    /// A deploy tool, simulated by what it does with a refused delete: all the policy ever sees
+    /// of it. docs/deploy-tools.md maps each tool and version to one, with the upstream sources.
+    Tool(OnRefusal),
+    /// A ClusterClass: Helm 3 (`Forget`) ships the class and its templates; the topology
+    /// controller rotates the cluster's own copies and deletes them.
     Topology,
 }
 
 impl Deployer {
     pub const ALL: [Deployer; 7] = [
-        Deployer::Helm3,
-        Deployer::Helm4,
-        Deployer::Flux { retries: false },
-        Deployer::Kustomize { retries: true },
-        Deployer::Argo,
-        Deployer::Keep,
+        Deployer::Tool(OnRefusal::Forget),
+        Deployer::Tool(OnRefusal::Rerun { after: (300, 900) }),
+        // kustomize-controller >= v1.9.0: its interval
+        Deployer::Tool(OnRefusal::RetryEvery(600)),
+        // helm-controller with upgrade.remediation.retries: 2
+        Deployer::Tool(OnRefusal::RollBackAndRetry(2)),
+        // Argo CD: syncPolicy.retry.limit 5, the example of its docs
+        Deployer::Tool(OnRefusal::SkipOwned { retries: 5 }),
+        Deployer::Tool(OnRefusal::Keep),
         Deployer::Topology,
     ];
 
+    /// What the flow tables call it: the behaviour, and the tools docs/deploy-tools.md maps to it.
     pub fn label(self) -> &'static str {
         match self {
-            Deployer::Helm3 => "Helm 3",
-            Deployer::Helm4 => "Helm 4",
-            Deployer::Flux { .. } => "Flux helm-controller",
-            Deployer::Kustomize { .. } => "Flux kustomize-controller",
-            Deployer::Argo => "Argo CD prune",
-            Deployer::Keep => "keep + clean-up job",
+            Deployer::Tool(OnRefusal::Forget) => {
+                "forgets a refusal (Helm 3, helm-controller retries 0, kustomize-controller < 1.9)"
+            }
+            Deployer::Tool(OnRefusal::Rerun { .. }) => "fails, rerun (Helm 4 in a pipeline)",
+            Deployer::Tool(OnRefusal::RetryEvery(_)) => {
+                "retries every interval (kustomize-controller >= 1.9)"
+            }
+            Deployer::Tool(OnRefusal::RollBackAndRetry(_)) => {
+                "rolls back, retries twice (helm-controller retries 2)"
+            }
+            Deployer::Tool(OnRefusal::SkipOwned { .. }) => "skips owned objects (Argo CD prune)",
+            Deployer::Tool(OnRefusal::Keep) => "keeps, the clean-up job collects",
             Deployer::Topology => "ClusterClass topology",
         }
     }
 
-    /// The label, with the variant the seed drew.
-    pub fn name(self) -> &'static str {
-        match self {
-            Deployer::Flux { retries: false } => "Flux helm-controller, retries 0",
-            Deployer::Flux { retries: true } => "Flux helm-controller, retries 2",
-            Deployer::Kustomize { retries: false } => "Flux kustomize-controller < v1.9.0",
-            Deployer::Kustomize { retries: true } => "Flux kustomize-controller >= v1.9.0",
-            other => other.label(),
-        }
-    }
-
-    /// The account its deletes come from.
-    pub fn user(self) -> &'static str {
-        match self {
-            Deployer::Helm3 | Deployer::Helm4 | Deployer::Keep | Deployer::Topology => "helm",
-            Deployer::Flux { .. } => "system:serviceaccount:flux-system:helm-controller",
-            Deployer::Kustomize { .. } => "system:serviceaccount:flux-system:kustomize-controller",
-            Deployer::Argo => "system:serviceaccount:argocd:argocd-application-controller",
-        }
-    }
-
-    /// What the tool does with a refused delete, read in its source; docs/deploy-tools.md keeps
-    /// this table with the citations.
+    /// What it does with a refused delete (the class chart of a topology is a Helm 3 release).
     pub fn on_refusal(self) -> OnRefusal {
         match self {
-            // helm pkg/kube/client.go@v3.8.1 (Update): a failed delete is logged (seen with
-            // --debug only) and the upgrade succeeds (helm issue 11375). The class chart of the
-            // topology flow is a Helm 3 release too.
-            Deployer::Helm3 | Deployer::Topology => OnRefusal::Forget,
-            // helm PR 31393 (v4.0.0): the upgrade fails; the pipeline runs it again
-            Deployer::Helm4 => OnRefusal::Rerun { after: (300, 900) },
-            // helm-controller go.mod@v1.5.0 (helm.sh/helm/v4): the upgrade fails; with the
-            // default upgrade.remediation.retries 0 the release stays failed and is not retried
-            // until its spec changes
-            Deployer::Flux { retries: false } => OnRefusal::Forget,
-            // with upgrade.remediation.retries 2, the release is rolled back and the upgrade tried
-            // again (internal/reconcile/atomic_release.go@v1.5.0)
-            Deployer::Flux { retries: true } => OnRefusal::RollBackAndRetry(2),
-            // kustomize-controller internal/controller/kustomization_controller.go@v1.9.0
-            // (PR 1665): what was not pruned stays in status.inventory, Ready=False
-            // (PruneFailed), retried every interval; before, the inventory moved on and the
-            // object was forgotten after one failure
-            Deployer::Kustomize { retries: true } => OnRefusal::RetryEvery(600),
-            Deployer::Kustomize { retries: false } => OnRefusal::Forget,
-            // gitops-engine pkg/cache/cluster.go@5baed56 (GetManagedLiveObjs): only objects
-            // without ownerReferences are managed, so prune candidates (argo-cd issue 4764). A
-            // refused prune of another fails the sync, which the Application's syncPolicy.retry
-            // retries after 5 s, doubling, at most 3 min (argo-cd
-            // pkg/apis/application/v1alpha1/types.go@6328f8b, RetryStrategy.NextRetryAt with
-            // DefaultSyncRetryDuration and DefaultSyncRetryFactor); retry.limit defaults to 0 (no
-            // retry), the simulation uses 5, the example of Argo CD's docs
-            Deployer::Argo => OnRefusal::SkipOwned { retries: 5 },
-            Deployer::Keep => OnRefusal::Keep,
+            Deployer::Tool(behaviour) => behaviour,
+            Deployer::Topology => OnRefusal::Forget,
         }
     }
 }
 
-/// What a deploy tool does with a refused delete: all the policy ever sees of a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a deploy tool does with a refused delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum OnRefusal {
     /// Logs it and moves on: the template is forgotten.
     Forget,
@@ -129,7 +81,7 @@ impl OnRefusal {
     /// not, and a leak fails the simulation.
     pub fn explained_leak(self) -> Option<&'static str> {
         match self {
-            OnRefusal::Forget => Some("the tool forgets a refused delete (Helm 3 logs it with --debug only; helm-controller with remediation retries 0 leaves the release failed; kustomize-controller < v1.9.0 reports one prune failure); the topology controller deletes an old control-plane template once, best effort, too"),
+            OnRefusal::Forget => Some("a refused delete is forgotten (the topology controller, too, deletes an old control-plane template once, best effort)"),
             OnRefusal::RollBackAndRetry(_) => Some("rolled back between attempts (a second re-provisioning wave), then the release is left failed and the template forgotten"),
             OnRefusal::SkipOwned { .. } => Some("owned templates (every one a MachineSet or control plane used) are never pruned, with or without the policy"),
             OnRefusal::Rerun { .. } | OnRefusal::RetryEvery(_) | OnRefusal::Keep => None,
@@ -242,10 +194,6 @@ impl Scenario {
             cleanup_offset: rng.range(0, HOUR - 1),
             cp_needs_template_on_delete: false,
         };
-        // drawn last, so that the draws above stay what they were before these were modelled
-        if let Deployer::Kustomize { retries } | Deployer::Flux { retries } = &mut sc.deployer {
-            *retries = rng.chance(50);
-        }
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
             _ => sc.installed.rke2 == Some(true) && rng.chance(40),
