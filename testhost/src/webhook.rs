@@ -2,18 +2,16 @@
 //! policy server serves `/validate/<policy id>`: an AdmissionReview in, one `validate` call, the
 //! AdmissionReview with the response out. The policy's Kubernetes calls are answered live by an
 //! API server (`../shared/tools/fakeapi`), so that fakeapi's `--delete-webhook` has the compiled
-//! policy judge the DELETEs the clean-up sends (collector/tests/e2e.sh). Plain HTTP/1.1 on std's
-//! sockets, one connection at a time: a test tool, not a server.
+//! policy judge the DELETEs the clean-up sends (collector/tests/e2e.sh). Plain HTTP on loopback,
+//! served by `tiny_http` one review at a time, lookups sent by `ureq`: a test tool, not a server.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
+use tiny_http::{Header, Response, Server};
 
 use crate::admission::ValidateRequest;
 use crate::host::{HostState, Responder};
@@ -47,18 +45,9 @@ pub struct WebhookArgs {
 /// them; answers keep what the field masks keep, as the host's reflectors do.
 struct ApiServer {
     address: String,
-}
-
-/// `%XX` for everything but RFC 3986's unreserved characters.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    /// Straight to `address` (no proxy from the environment); a 4xx or 5xx is an answer, not an
+    /// error.
+    agent: ureq::Agent,
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`.
@@ -70,82 +59,61 @@ fn base(api_version: &str) -> String {
     }
 }
 
-fn selectors(label: &Option<String>, field: &Option<String>) -> String {
-    let mut query = Vec::new();
-    if let Some(label) = label {
-        query.push(format!("labelSelector={}", encode(label)));
-    }
-    if let Some(field) = field {
-        query.push(format!("fieldSelector={}", encode(field)));
-    }
-    query.join("&")
-}
-
-/// One GET, answered with its status code and body.
-fn get(address: &str, path: &str) -> Result<(u16, Vec<u8>), String> {
-    let mut stream = TcpStream::connect(address)
-        .map_err(|e| format!("cannot reach the API server at {address}: {e}"))?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
-    let mut answer = Vec::new();
-    stream
-        .write_all(request.as_bytes())
-        .and_then(|()| stream.read_to_end(&mut answer))
-        .map_err(|e| format!("GET {path}: {e}"))?;
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("GET {path}: the answer has no end of headers"))?;
-    let head = String::from_utf8_lossy(&answer[..split]);
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("GET {path}: no status line in {head:?}"))?;
-    Ok((code, answer[split + 4..].to_vec()))
-}
-
 impl Responder for ApiServer {
     fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
         let (api_version, kind) = request.resource();
-        // the namespace, then what follows the resource: a list's selectors or a get's name
-        let (namespace, tail, masks, missing) = match request {
+        // the namespace, a get's name, a list's label and field selectors, the masks
+        let (namespace, name, [label, field], masks) = match request {
             KubeRequest::KubernetesListResourceNamespace(r) => (
                 Some(r.namespace.as_str()),
-                format!("?{}", selectors(&r.label_selector, &r.field_selector)),
-                r.field_masks.as_ref(),
                 None,
+                [&r.label_selector, &r.field_selector],
+                r.field_masks.as_ref(),
             ),
             KubeRequest::KubernetesListResourceAll(r) => (
                 None,
-                format!("?{}", selectors(&r.label_selector, &r.field_selector)),
-                r.field_masks.as_ref(),
                 None,
+                [&r.label_selector, &r.field_selector],
+                r.field_masks.as_ref(),
             ),
             KubeRequest::KubernetesGetResource(r) => (
                 r.namespace.as_deref(),
-                format!("/{}", r.name),
+                Some(r.name.as_str()),
+                [&None, &None],
                 r.field_masks.as_ref(),
-                Some(no_such_object(
-                    api_version,
-                    kind,
-                    &r.name,
-                    r.namespace.as_deref(),
-                )),
             ),
         };
-        let namespace = namespace.map_or(String::new(), |ns| format!("/namespaces/{ns}"));
-        let path = format!("{}{namespace}/{}{tail}", base(api_version), plural(kind));
-        let (code, body) = get(&self.address, &path)?;
-        match (code, missing) {
+        let path = format!(
+            "{}{}/{}{}",
+            base(api_version),
+            namespace.map_or(String::new(), |ns| format!("/namespaces/{ns}")),
+            plural(kind),
+            name.map_or(String::new(), |name| format!("/{name}"))
+        );
+        let query = [("labelSelector", label), ("fieldSelector", field)];
+        let query = query
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_deref()?)));
+        let mut answer = self
+            .agent
+            .get(format!("http://{}{path}", self.address))
+            .query_pairs(query)
+            .header("Accept", "application/json")
+            .call()
+            .map_err(|e| format!("cannot reach the API server at {}: {e}", self.address))?;
+        let code = answer.status().as_u16();
+        let body = answer
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .read_to_vec()
+            .map_err(|e| format!("GET {path}: {e}"))?;
+        match (code, name) {
             (200, _) => {}
-            (404, Some(missing)) => return Err(missing),
+            (404, Some(name)) => return Err(no_such_object(api_version, kind, name, namespace)),
             _ => {
-                return Err(format!(
-                    "ApiError: {}: {code}",
-                    String::from_utf8_lossy(&body).trim()
-                ))
+                let body = String::from_utf8_lossy(&body);
+                return Err(format!("ApiError: {}: {code}", body.trim()));
             }
         }
         let mut answer: Value = serde_json::from_slice(&body)
@@ -158,41 +126,6 @@ impl Responder for ApiServer {
     }
 }
 
-/// Reads one HTTP request: its body (by `Content-Length`).
-fn read_request(stream: &TcpStream) -> Result<Vec<u8>> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            bail!("the connection closed inside the headers");
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().context("bad Content-Length")?;
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(body)
-}
-
-fn reply(mut stream: &TcpStream, code: u16, body: &Value) -> Result<()> {
-    let body = body.to_string();
-    let text = if code == 200 { "OK" } else { "Bad Request" };
-    write!(
-        stream,
-        "HTTP/1.1 {code} {text}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    Ok(stream.flush()?)
-}
-
 /// `testhost webhook`: loads the policy once, then answers AdmissionReviews until killed.
 pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
     let settings: Value = serde_json::from_str(&args.settings_json)
@@ -203,13 +136,22 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
         verbose,
         responder: Some(Box::new(ApiServer {
             address: args.api.clone(),
+            agent: ureq::Agent::config_builder()
+                .proxy(None)
+                .http_status_as_error(false)
+                .build()
+                .into(),
         })),
         ..Default::default()
     };
     let policy = module.load_with_settings(state, &settings)?;
-    let listener = TcpListener::bind(&args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let port = listener.local_addr()?.port();
+    let server = Server::http(args.listen.as_str())
+        .map_err(|e| anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let port = server
+        .server_addr()
+        .to_ip()
+        .map(|address| address.port())
+        .with_context(|| format!("{} is not an IP address to listen on", args.listen))?;
     if let Some(file) = &args.port_file {
         std::fs::write(file, format!("{port}\n"))
             .with_context(|| format!("cannot write {}", file.display()))?;
@@ -218,11 +160,15 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
         " INFO testhost: webhook listening on 127.0.0.1:{port}, lookups to {}",
         args.api
     );
-    for stream in listener.incoming() {
-        let stream = stream?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let review = read_request(&stream)
-            .and_then(|body| Ok(serde_json::from_slice::<Value>(&body)?))
+    let json_type = Header::from_bytes("Content-Type", "application/json")
+        .map_err(|()| anyhow!("Content-Type: application/json is not a header"))?;
+    for mut request in server.incoming_requests() {
+        let mut body = Vec::new();
+        let review = request
+            .as_reader()
+            .read_to_end(&mut body)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| Ok(serde_json::from_slice::<Value>(&body)?))
             .and_then(|review| ValidateRequest::build(&review));
         let (code, answer) = match review {
             Ok(request) => {
@@ -238,7 +184,10 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
             }
             Err(e) => (400, json!({"error": format!("{e:#}")})),
         };
-        if let Err(e) = reply(&stream, code, &answer) {
+        let answer = Response::from_string(answer.to_string())
+            .with_status_code(code)
+            .with_header(json_type.clone());
+        if let Err(e) = request.respond(answer) {
             eprintln!(" WARN testhost: webhook could not answer: {e:#}");
         }
     }
