@@ -50,6 +50,16 @@ struct ApiServer {
     agent: ureq::Agent,
 }
 
+impl ApiServer {
+    fn new(address: &str) -> ApiServer {
+        let config = ureq::Agent::config_builder().proxy(None);
+        ApiServer {
+            address: address.to_string(),
+            agent: config.http_status_as_error(false).build().into(),
+        }
+    }
+}
+
 /// `/api/v1` or `/apis/<group>/<version>`.
 fn base(api_version: &str) -> String {
     if api_version.contains('/') {
@@ -90,17 +100,18 @@ impl Responder for ApiServer {
             plural(kind),
             name.map_or(String::new(), |name| format!("/{name}"))
         );
+        let address = &self.address;
         let query = [("labelSelector", label), ("fieldSelector", field)];
         let query = query
             .into_iter()
             .filter_map(|(k, v)| Some((k, v.as_deref()?)));
         let mut answer = self
             .agent
-            .get(format!("http://{}{path}", self.address))
+            .get(format!("http://{address}{path}"))
             .query_pairs(query)
             .header("Accept", "application/json")
             .call()
-            .map_err(|e| format!("cannot reach the API server at {}: {e}", self.address))?;
+            .map_err(|e| format!("cannot GET {path} from the API server at {address}: {e}"))?;
         let code = answer.status().as_u16();
         let body = answer
             .body_mut()
@@ -134,14 +145,7 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
     let state = HostState {
         allow_list: module.allow_list(true),
         verbose,
-        responder: Some(Box::new(ApiServer {
-            address: args.api.clone(),
-            agent: ureq::Agent::config_builder()
-                .proxy(None)
-                .http_status_as_error(false)
-                .build()
-                .into(),
-        })),
+        responder: Some(Box::new(ApiServer::new(&args.api))),
         ..Default::default()
     };
     let policy = module.load_with_settings(state, &settings)?;
@@ -163,12 +167,8 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
     let json_type = Header::from_bytes("Content-Type", "application/json")
         .map_err(|()| anyhow!("Content-Type: application/json is not a header"))?;
     for mut request in server.incoming_requests() {
-        let mut body = Vec::new();
-        let review = request
-            .as_reader()
-            .read_to_end(&mut body)
+        let review = serde_json::from_reader::<_, Value>(request.as_reader())
             .map_err(anyhow::Error::from)
-            .and_then(|_| Ok(serde_json::from_slice::<Value>(&body)?))
             .and_then(|review| ValidateRequest::build(&review));
         let (code, answer) = match review {
             Ok(request) => {
@@ -192,4 +192,98 @@ pub fn serve(args: WebhookArgs, verbose: bool) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+        GetResourceRequest, ListAllResourcesRequest,
+    };
+    use std::thread::{spawn, JoinHandle};
+
+    /// An API server on loopback that answers the GETs in turn with `answers` (code, body); its
+    /// thread gives back the path and query of each GET.
+    fn api(answers: Vec<(u16, &'static str)>) -> (ApiServer, JoinHandle<Vec<String>>) {
+        let server = Server::http("127.0.0.1:0").unwrap();
+        let address = server.server_addr().to_ip().unwrap().to_string();
+        let urls = spawn(move || {
+            let answer = |(code, body)| {
+                let request = server.recv().unwrap();
+                let url = request.url().to_string();
+                let response = Response::from_string(body).with_status_code(code);
+                request.respond(response).unwrap();
+                url
+            };
+            answers.into_iter().map(answer).collect()
+        });
+        (ApiServer::new(&address), urls)
+    }
+
+    fn list_all(label: &str, field: &str) -> KubeRequest {
+        KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
+            api_version: "cluster.x-k8s.io/v1beta1".to_string(),
+            kind: "MachineDeployment".to_string(),
+            label_selector: Some(label.to_string()),
+            field_selector: Some(field.to_string()),
+            field_masks: Some(["spec.x".to_string()].into()),
+        })
+    }
+
+    #[test]
+    fn a_list_sends_its_selectors_and_keeps_what_the_masks_keep() {
+        let (label, field) = ("tier in (a, b),x!=y+z", "metadata.name=a&b=%c");
+        let body = r#"{"items": [{"metadata": {"name": "a"}, "spec": {"x": 1, "y": 2}}]}"#;
+        let (mut api, urls) = api(vec![(200, body)]);
+        let answer = api.respond(&list_all(label, field)).unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(answer["items"][0]["spec"], json!({"x": 1}));
+        let url = urls.join().unwrap().remove(0);
+        let (path, query) = url.split_once('?').unwrap();
+        assert_eq!(path, "/apis/cluster.x-k8s.io/v1beta1/machinedeployments");
+        let decode = |pair: &str| {
+            let (key, value) = pair.split_once('=').unwrap();
+            let value = percent_encoding::percent_decode_str(value).decode_utf8();
+            (key.to_string(), value.unwrap().to_string())
+        };
+        let sent: Vec<_> = query.split('&').map(decode).collect();
+        let expected = [("labelSelector", label), ("fieldSelector", field)];
+        assert_eq!(sent, expected.map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+
+    #[test]
+    fn failures_are_told_as_the_policy_server_tells_them() {
+        let get = KubeRequest::KubernetesGetResource(GetResourceRequest {
+            api_version: "v1".to_string(),
+            kind: "Namespace".to_string(),
+            name: "edge".to_string(),
+            namespace: None,
+            disable_cache: false,
+            field_masks: None,
+        });
+        let answers = vec![
+            (404, "gone"),
+            (500, " boom\n"),
+            (404, "404 page not found"),
+            (200, "{"),
+        ];
+        let (mut api, urls) = api(answers);
+        let missing = no_such_object("v1", "Namespace", "edge", None);
+        assert_eq!(api.respond(&get), Err(missing));
+        assert_eq!(api.respond(&get), Err("ApiError: boom: 500".to_string()));
+        let list = list_all("a=b", "c=d");
+        let not_served = "ApiError: 404 page not found: 404".to_string();
+        assert_eq!(api.respond(&list), Err(not_served));
+        let not_json = api.respond(&get).unwrap_err();
+        assert!(not_json
+            .starts_with("the API server's answer to GET /api/v1/namespaces/edge is not JSON: "));
+        assert_eq!(urls.join().unwrap()[0], "/api/v1/namespaces/edge");
+        let gone = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let unreachable = ApiServer::new(&gone.to_string()).respond(&get).unwrap_err();
+        let text = format!("cannot GET /api/v1/namespaces/edge from the API server at {gone}: ");
+        assert!(unreachable.starts_with(&text), "{unreachable}");
+    }
 }
