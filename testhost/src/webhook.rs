@@ -252,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn failures_are_told_as_the_policy_server_tells_them() {
+    fn failures_keep_the_texts_the_policy_reads() {
         let get = KubeRequest::KubernetesGetResource(GetResourceRequest {
             api_version: "v1".to_string(),
             kind: "Namespace".to_string(),
