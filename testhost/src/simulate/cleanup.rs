@@ -1,14 +1,14 @@
 //! The clean-up job (examples/cleanup: hourly, `--min-age=10m`), running template-cleanup's own
 //! decisions (collector/core): which templates are candidates (`select::candidate`: the clean-up
-//! label or a topology copy, not being deleted, old enough, declared by no deploy tool; the
-//! simulated tools publish no declared state, so none is) and what the answer to each DELETE
-//! means (`answer::classify`: the guard's refusal keeps the template, anything else fails the
+//! label or a topology copy, not being deleted, old enough, declared by no deploy tool: what the
+//! simulated tool publishes) and what the answer to each DELETE means (`answer::classify`: the guard's refusal keeps the template, anything else fails the
 //! pass).
 
 use anyhow::Result;
 use template_cleanup_core::answer::{self, Outcome, Refused};
 use template_cleanup_core::declared::Declared;
-use template_cleanup_core::select::{self, Template};
+use template_cleanup_core::select::{self, Skip, Template};
+use template_cleanup_core::ObjectRef;
 
 use super::objects::*;
 use super::world::{Actor, World};
@@ -23,15 +23,25 @@ pub struct CleanupJob;
 
 impl Actor for CleanupJob {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let candidates: Vec<Ref> = w.read(|s| {
-            let templates = s.objects.values().filter(|o| o.kind.is_template());
-            let none = Declared::default();
-            let now = w.now as i64;
-            templates
-                .filter(|o| select::candidate(&listed(o), now, MIN_AGE as i64, &none).is_ok())
-                .map(Obj::to_ref)
-                .collect()
-        });
+        let mut declared = Declared::default();
+        for r in &w.status.declared {
+            declared.insert(object_ref(r), "the deploy tool");
+        }
+        let now = w.now as i64;
+        let mut candidates = Vec::new();
+        for o in w.read(|s| {
+            s.objects
+                .values()
+                .filter(|o| o.kind.is_template())
+                .cloned()
+                .collect::<Vec<_>>()
+        }) {
+            match select::candidate(&listed(&o), now, MIN_AGE as i64, &declared) {
+                Ok(()) => candidates.push(o.to_ref()),
+                Err(Skip::Declared { .. }) => w.m.cleanup_declared += 1,
+                Err(_) => {}
+            }
+        }
         for r in candidates {
             let user = "system:serviceaccount:edge-sites:template-cleanup";
             // kube-apiserver's answer to a webhook's refusal (k8s.io/apiserver
@@ -55,15 +65,29 @@ impl Actor for CleanupJob {
     }
 }
 
+fn kind(kind: Kind) -> template_cleanup_core::Kind {
+    template_cleanup_core::Kind {
+        group: kind.group().into(),
+        version: "v1beta1".into(),
+        kind: kind.name().into(),
+        plural: crate::kube::plural(kind.name()),
+    }
+}
+
+/// A template as a deploy tool's declared state names it.
+fn object_ref(r: &Ref) -> ObjectRef {
+    ObjectRef {
+        group: r.kind.group().into(),
+        kind: r.kind.name().into(),
+        namespace: NAMESPACE.into(),
+        name: r.name.clone(),
+    }
+}
+
 /// A template as template-cleanup lists it.
 fn listed(o: &Obj) -> Template {
     Template {
-        kind: template_cleanup_core::Kind {
-            group: o.kind.group().into(),
-            version: "v1beta1".into(),
-            kind: o.kind.name().into(),
-            plural: crate::kube::plural(o.kind.name()),
-        },
+        kind: kind(o.kind),
         namespace: NAMESPACE.into(),
         name: o.name.clone(),
         uid: o.uid.to_string(),
@@ -71,5 +95,36 @@ fn listed(o: &Obj) -> Template {
         labels: o.labels.clone(),
         created: o.created as i64,
         deleting: o.deleting.is_some(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::world::Verdict;
+    use super::*;
+
+    /// On a World of one free template with the clean-up label, past `--min-age`: the job
+    /// deletes it, unless the deploy tool still declares it.
+    #[test]
+    fn the_job_leaves_what_the_deploy_tool_declares() {
+        for (declared, deleted) in [(false, true), (true, false)] {
+            let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
+            let mut w = World::new(1, Default::default(), &mut admit, false);
+            let spec = Spec::Template {
+                node_reuse: true,
+                cleaning: None,
+            };
+            let mut t = Obj::new(Kind::Metal3MachineTemplate, "t-1", spec);
+            t.labels.insert(CLEANUP_LABEL.into(), "true".into());
+            let r = w.create(t);
+            if declared {
+                w.status.declared.insert(r.clone());
+            }
+            w.now = MIN_AGE;
+            CleanupJob.step(&mut w).unwrap();
+            let gone = w.read(|s| !s.exists(&r));
+            assert_eq!(gone, deleted, "declared: {declared}");
+            assert_eq!(w.m.cleanup_declared, u64::from(declared));
+        }
     }
 }

@@ -33,6 +33,8 @@ pub struct DeployTool {
     phase: Phase,
     /// Templates the upgrade retired (to be deleted by the tool or collected by the clean-up job).
     retired: BTreeSet<Ref>,
+    /// Retired templates it gave up deleting (leaked): in no release or inventory any more.
+    given_up: BTreeSet<Ref>,
     revisions: Option<Revisions>,
 }
 
@@ -42,6 +44,7 @@ impl DeployTool {
             tool,
             phase: Phase::Apply,
             retired: BTreeSet::new(),
+            given_up: BTreeSet::new(),
             revisions: None,
         }
     }
@@ -75,11 +78,32 @@ impl Actor for DeployTool {
             Phase::Done => None,
         };
         w.status.upgrade_done = self.phase == Phase::Done;
+        w.status.declared = self.declared(w);
         Ok(next)
     }
 }
 
 impl DeployTool {
+    /// What the tool still declares: the templates it renders and has not retired, and, for a
+    /// tool that retries every interval, the retired ones it has not pruned yet (Flux
+    /// kustomize-controller keeps them in `status.inventory`, docs/deploy-tools.md). A Helm
+    /// release's manifest holds only what it renders now.
+    fn declared(&self, w: &World) -> BTreeSet<Ref> {
+        let rendered = w.read(|s| {
+            let templates = s
+                .objects
+                .values()
+                .filter(|o| o.labels.contains_key(CLEANUP_LABEL));
+            templates.map(Obj::to_ref).collect::<Vec<_>>()
+        });
+        let pruning = matches!(self.tool.on_refusal(), OnRefusal::RetryEvery(_));
+        rendered
+            .into_iter()
+            .filter(|r| !self.given_up.contains(r))
+            .filter(|r| pruning || !self.retired.contains(r))
+            .collect()
+    }
+
     /// Deletes the templates the upgrade retired; after a refusal, what its [`OnRefusal`] says.
     fn delete_retired(&mut self, w: &mut World, attempt: u32) -> Result<Option<u64>> {
         let (user, on_refusal) = (USER, self.tool.on_refusal());
@@ -96,6 +120,7 @@ impl DeployTool {
             if matches!(on_refusal, OnRefusal::SkipOwned { .. }) && owned {
                 self.retired.remove(&r);
                 w.leak(&r, "an owned object is never pruned");
+                self.given_up.insert(r);
             } else if w.delete(r.kind, &r.name, user)? {
                 self.retired.remove(&r);
             } else {
@@ -129,6 +154,7 @@ impl DeployTool {
         for r in refused {
             self.retired.remove(&r);
             w.leak(&r, &why);
+            self.given_up.insert(r);
         }
         self.phase = Phase::Done;
         Ok(None)

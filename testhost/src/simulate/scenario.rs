@@ -215,13 +215,16 @@ pub struct Metrics {
     pub stuck: u64,
     /// Templates a deploy tool or controller gave up deleting after a refusal (or never tries).
     pub leaked: u64,
-    /// Templates nothing needs that are still there at the end: nothing collected them.
+    /// Templates nothing needs that are still there at the end, declared by no deploy tool:
+    /// nothing collected them.
     pub left: u64,
     pub refused: u64,
     pub retries: u64,
     pub refused_creates: u64,
     /// Clean-up passes that failed on an answer other than the guard's refusal.
     pub cleanup_failed: u64,
+    /// Templates a clean-up pass left to the deploy tool that still declares them.
+    pub cleanup_declared: u64,
     pub admissions: u64,
     pub mutations: u64,
     pub host_calls: u64,
@@ -233,11 +236,11 @@ impl Metrics {
             ($($field:ident)*) => { $(self.$field += o.$field;)* };
         }
         add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
-        add!(refused_creates cleanup_failed admissions mutations host_calls);
+        add!(refused_creates cleanup_failed cleanup_declared admissions mutations host_calls);
     }
 
     /// The first table's rows: label and value.
-    pub fn rows(&self) -> [(&'static str, u64); 14] {
+    pub fn rows(&self) -> [(&'static str, u64); 15] {
         let values = [
             self.lost,
             self.missing,
@@ -249,6 +252,7 @@ impl Metrics {
             self.refused,
             self.missing_cluster_deleting,
             self.retries,
+            self.cleanup_declared,
             self.decisions,
             self.mutations,
             self.admissions,
@@ -268,7 +272,7 @@ impl Metrics {
     }
 }
 
-const ROWS: [&str; 14] = [
+const ROWS: [&str; 15] = [
     "node-reuse decisions lost (must be 0)",
     "missing-template reconcile errors (must be 0)",
     "stuck flows (must be 0)",
@@ -279,6 +283,7 @@ const ROWS: [&str; 14] = [
     "refused deletes",
     "missing-template errors while the Cluster is being deleted",
     "retries",
+    "clean-up candidates left to the deploy tool that declares them",
     "node-reuse decisions made",
     "Metal3Machines annotated",
     "guarded requests (evaluations, with the policy)",

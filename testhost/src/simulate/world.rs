@@ -84,13 +84,16 @@ impl Actor for WorkQueue {
     }
 }
 
-/// What actors publish for others: a release's status, a move's result.
+/// What actors publish for others: a release's status and what it declares, a move's result.
 #[derive(Debug, Clone, Default)]
 pub struct Status {
     /// The deploy tool is done with the upgrade (applied, and its deletes made or given up).
     pub upgrade_done: bool,
     /// `clusterctl move`: `Some(true)` moved, `Some(false)` failed half done.
     pub moved: Option<bool>,
+    /// The templates the deploy tool still declares (in its release or inventory), which the
+    /// clean-up job leaves to it.
+    pub declared: BTreeSet<Ref>,
 }
 
 pub struct World<'a> {
