@@ -55,10 +55,25 @@ pub fn list_of(api_version: &str, kind: &str, items: &[Value]) -> String {
 /// An object as the policy server's reflector keeps it for a list (kubewarden-controller
 /// v1.36.0-beta.1, crates/policy-evaluator/src/callback_handler/kubernetes/reflector.rs,
 /// `modify_object`): `managedFields` emptied, the `last-applied-configuration` annotation dropped,
-/// everything but `apiVersion`, `kind` and `metadata` pruned to the masks (none: kept whole); a
-/// mask keeps its subtree, lists are transparent. test_data/field-masks/vectors.json holds the
-/// cases.
+/// the rest as for a get ([`get_masked`]). test_data/field-masks/vectors.json holds the cases,
+/// checked live.
 pub fn masked(object: &Value, masks: &BTreeSet<String>) -> Value {
+    let mut out = get_masked(object, masks);
+    if let Some(Value::Object(meta)) = out.get_mut("metadata") {
+        meta.insert("managedFields".into(), json!([]));
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Value::Object(annotations) = annotations {
+            annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    out
+}
+
+/// An object as the policy server answers a get, cached or not (callback_handler.rs,
+/// `KubernetesGetResource`): everything but `apiVersion`, `kind` and `metadata` pruned to the
+/// masks (none: kept whole), a mask keeping its subtree, lists transparent (field_mask.rs);
+/// metadata as the API server sent it.
+fn get_masked(object: &Value, masks: &BTreeSet<String>) -> Value {
     fn prune(value: &mut Value, tree: &Map<String, Value>) {
         if tree.is_empty() {
             return;
@@ -95,30 +110,26 @@ pub fn masked(object: &Value, masks: &BTreeSet<String>) -> Value {
     }
     let mut out = object.clone();
     prune(&mut out, &tree);
-    if let Some(Value::Object(meta)) = out.get_mut("metadata") {
-        meta.insert("managedFields".into(), json!([]));
-        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-        if let Value::Object(annotations) = annotations {
-            annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-        }
-    }
     out
 }
 
-/// The host's answer: a list's items as the reflector keeps them ([`masked`]); a get whole (the
-/// policy server's get_resource takes no masks).
-fn masked_answer(json: &str, masks: &Option<BTreeSet<String>>) -> String {
-    let Ok(mut value) = serde_json::from_str::<Value>(json) else {
-        return json.to_string();
-    };
-    let Some(Value::Array(items)) = value.get_mut("items") else {
-        return json.to_string();
-    };
+/// The host's answer: a list's items as the reflector keeps them ([`masked`]); a get's object
+/// pruned to its masks ([`get_masked`]). An answer of another shape is sent as it is.
+fn masked_answer(json: &str, masks: &Option<BTreeSet<String>>, get: bool) -> String {
     let masks = masks.clone().unwrap_or_default();
-    for item in items.iter_mut() {
-        *item = masked(item, &masks);
+    match serde_json::from_str::<Value>(json) {
+        Ok(object) if get && object.is_object() => get_masked(&object, &masks).to_string(),
+        Ok(mut list) if !get => {
+            let Some(Value::Array(items)) = list.get_mut("items") else {
+                return json.to_string();
+            };
+            for item in items.iter_mut() {
+                *item = masked(item, &masks);
+            }
+            list.to_string()
+        }
+        _ => json.to_string(),
     }
-    value.to_string()
 }
 
 #[test]
@@ -132,10 +143,10 @@ fn the_fake_host_masks_as_the_golden_vectors_say() {
         let object = case["object"].to_string();
         let got: Value = if case["call"] == "list" {
             let list = json!({"kind": "List", "items": [case["object"]]}).to_string();
-            let answer: Value = serde_json::from_str(&masked_answer(&list, &masks)).unwrap();
+            let answer: Value = serde_json::from_str(&masked_answer(&list, &masks, false)).unwrap();
             answer["items"][0].clone()
         } else {
-            serde_json::from_str(&masked_answer(&object, &masks)).unwrap()
+            serde_json::from_str(&masked_answer(&object, &masks, true)).unwrap()
         };
         assert_eq!(got, case["expected"], "{}", case["name"]);
     }
@@ -322,10 +333,10 @@ impl FakeHost {
     ) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push((call.clone(), masks.clone()));
         match self.answers.get(&key) {
-            Some(Ok(json)) => Ok(masked_answer(json, masks).into_bytes()),
+            Some(Ok(json)) => Ok(masked_answer(json, masks, key.0 == "get").into_bytes()),
             Some(Err(error)) => Err(error.clone()),
             None if key.0 == "list-all" && key.2 == CRD.kind => {
-                Ok(masked_answer(&self.crd_list(), masks).into_bytes())
+                Ok(masked_answer(&self.crd_list(), masks, false).into_bytes())
             }
             None => Err(format!("FakeHost has no answer for: {call}")),
         }

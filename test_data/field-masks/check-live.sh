@@ -37,7 +37,7 @@ for i, case in enumerate(vectors["cases"]):
     call = {"call": case["call"], "api_version": o["apiVersion"], "kind": o["kind"],
             "namespace": o["metadata"]["namespace"], "masks": case["masks"]}
     if case["call"] == "get":
-        call["name"] = o["metadata"]["name"]
+        call.update(name=o["metadata"]["name"], disable_cache=case["disable_cache"])
     calls.append(call)
 json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, open(f"{work}/objects.json", "w"))
 json.dump({"calls": calls}, open(f"{work}/settings.json", "w"))

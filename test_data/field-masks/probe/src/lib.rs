@@ -20,7 +20,8 @@ struct Settings {
     calls: Vec<Call>,
 }
 
-/// One host call: a list of one kind in one namespace, or a get of one object; `masks` as sent.
+/// One host call: a list of one kind in one namespace, or a get of one object (through the host's
+/// cache or not); `masks` as sent.
 #[derive(Deserialize)]
 #[serde(tag = "call", rename_all = "lowercase")]
 enum Call {
@@ -35,6 +36,7 @@ enum Call {
         kind: String,
         namespace: String,
         name: String,
+        disable_cache: bool,
         masks: Option<BTreeSet<String>>,
     },
 }
@@ -98,6 +100,7 @@ fn answer(call: Call) -> Value {
             kind,
             namespace,
             name,
+            disable_cache,
             masks,
         } => {
             let request = GetResourceRequest {
@@ -105,7 +108,7 @@ fn answer(call: Call) -> Value {
                 kind,
                 name,
                 namespace: Some(namespace),
-                disable_cache: true,
+                disable_cache,
                 field_masks: masks,
             };
             get_resource::<Value>(&request).map_err(|e| e.to_string())
