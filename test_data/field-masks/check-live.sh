@@ -67,9 +67,11 @@ trap 'kill "$(cat "$work/api.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -s "$work/kubeconfig.yaml" ] && [ -s "$work/api.pid" ] && break; sleep 0.2; done
 [ -s "$work/kubeconfig.yaml" ] || { echo "fakeapi did not start:" >&2; cat "$work/fakeapi.err" >&2; exit 2; }
 
-KUBECONFIG=$work/kubeconfig.yaml RUST_BACKTRACE=0 "$KWCTL" run --allow-context-aware \
+# A list the API server refuses never returns to the policy (the reflector retries): time it out.
+KUBECONFIG=$work/kubeconfig.yaml RUST_BACKTRACE=0 timeout 120 "$KWCTL" run --allow-context-aware \
     -r "$work/request.json" --settings-path "$work/settings.json" "$work/probe.wasm" \
-    >"$work/response.json" 2>"$work/kwctl.err" || { cat "$work/kwctl.err" >&2; exit 2; }
+    >"$work/response.json" 2>"$work/kwctl.err" ||
+    { cat "$work/kwctl.err" >&2; echo "kwctl run failed or took over 120 s; fakeapi's log: $work/api.log" >&2; exit 2; }
 
 python3 - "$here/vectors.json" "$work/response.json" <<'PY'
 import difflib, json, sys
