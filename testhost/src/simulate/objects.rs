@@ -37,18 +37,38 @@ pub enum Provider {
     Rke2,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    Cluster,
-    ClusterClass,
-    MachineDeployment,
-    MachineSet,
-    Metal3Machine,
-    KubeadmControlPlane,
-    Rke2ControlPlane,
-    Metal3MachineTemplate,
-    KubeadmConfigTemplate,
-    Rke2ConfigTemplate,
+/// The simulated kinds, each said once: its group, name and provider.
+macro_rules! kinds {
+    ($($kind:ident: $group:ident $name:literal $provider:ident,)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Kind {
+            $($kind,)*
+        }
+
+        impl Kind {
+            pub const ALL: [Kind; [$($name),*].len()] = [$(Kind::$kind),*];
+
+            /// Group, kind and provider.
+            fn installed(self) -> (&'static str, &'static str, Provider) {
+                match self {
+                    $(Kind::$kind => ($group, $name, Provider::$provider),)*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    Cluster: CAPI "Cluster" Capi,
+    ClusterClass: CAPI "ClusterClass" Capi,
+    MachineDeployment: CAPI "MachineDeployment" Capi,
+    MachineSet: CAPI "MachineSet" Capi,
+    Metal3Machine: INFRA "Metal3Machine" Metal3,
+    KubeadmControlPlane: CONTROLPLANE "KubeadmControlPlane" Capi,
+    Rke2ControlPlane: CONTROLPLANE "RKE2ControlPlane" Rke2,
+    Metal3MachineTemplate: INFRA "Metal3MachineTemplate" Metal3,
+    KubeadmConfigTemplate: BOOTSTRAP "KubeadmConfigTemplate" Capi,
+    Rke2ConfigTemplate: BOOTSTRAP "RKE2ConfigTemplate" Rke2,
 }
 
 /// Kinds the simulated providers install but the simulation holds no objects of: listed, they
@@ -76,35 +96,6 @@ pub fn installed() -> impl Iterator<Item = (&'static str, &'static str, Provider
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
-        Kind::Cluster,
-        Kind::ClusterClass,
-        Kind::MachineDeployment,
-        Kind::MachineSet,
-        Kind::Metal3Machine,
-        Kind::KubeadmControlPlane,
-        Kind::Rke2ControlPlane,
-        Kind::Metal3MachineTemplate,
-        Kind::KubeadmConfigTemplate,
-        Kind::Rke2ConfigTemplate,
-    ];
-
-    /// Group, kind and provider.
-    fn installed(self) -> (&'static str, &'static str, Provider) {
-        match self {
-            Kind::Cluster => (CAPI, "Cluster", Provider::Capi),
-            Kind::ClusterClass => (CAPI, "ClusterClass", Provider::Capi),
-            Kind::MachineDeployment => (CAPI, "MachineDeployment", Provider::Capi),
-            Kind::MachineSet => (CAPI, "MachineSet", Provider::Capi),
-            Kind::Metal3Machine => (INFRA, "Metal3Machine", Provider::Metal3),
-            Kind::KubeadmControlPlane => (CONTROLPLANE, "KubeadmControlPlane", Provider::Capi),
-            Kind::Rke2ControlPlane => (CONTROLPLANE, "RKE2ControlPlane", Provider::Rke2),
-            Kind::Metal3MachineTemplate => (INFRA, "Metal3MachineTemplate", Provider::Metal3),
-            Kind::KubeadmConfigTemplate => (BOOTSTRAP, "KubeadmConfigTemplate", Provider::Capi),
-            Kind::Rke2ConfigTemplate => (BOOTSTRAP, "RKE2ConfigTemplate", Provider::Rke2),
-        }
-    }
-
     pub fn group(self) -> &'static str {
         self.installed().0
     }
