@@ -43,25 +43,22 @@ pub fn reconcile(w: &mut World) -> Result<bool> {
         return Ok(false);
     }
     w.adopt(&[infra]);
-    let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
-    if live.len() < machines.len() {
-        // one machine at a time
+    // one machine at a time
+    if machines.iter().any(|m| m.deleting.is_some()) {
         return Ok(false);
     }
-    let outdated = live.iter().find(|m| m.cloned_from() != Some(&infra.name));
-    let all_ready = live.iter().all(|m| w.ready(m));
-    let n = live.len() as u32;
+    let outdated = machines
+        .iter()
+        .find(|m| m.cloned_from() != Some(&infra.name));
+    let n = machines.len() as u32;
     if n < replicas + if outdated.is_some() { cp.max_surge } else { 0 } {
         return w.create_machine((kind, CP.into()), infra, false);
     }
-    if let Some(v) = outdated.filter(|_| all_ready && n >= replicas) {
+    // here n >= replicas, and the replicas never change: no scale-down
+    if let Some(v) = outdated.filter(|_| machines.iter().all(|m| w.ready(m))) {
         w.mark_deleted(Kind::Metal3Machine, &v.name);
         let v = &v.name;
         w.ev(|| format!("{}: rollout, Metal3Machine {v} deleting", kind.name()));
-        return Ok(true);
-    }
-    if n > replicas && all_ready {
-        w.mark_deleted(Kind::Metal3Machine, &live[0].name);
         return Ok(true);
     }
     Ok(false)

@@ -24,7 +24,7 @@ enum Phase {
 }
 
 /// The release's objects (owners and templates) before and after the upgrade, and what it
-/// retired, for a rollback and the attempt after it.
+/// retired, for a rollback and the attempt after it (empty before the upgrade).
 type Revisions = (Vec<Obj>, Vec<Obj>, BTreeSet<Ref>);
 
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub struct DeployTool {
     retired: BTreeSet<Ref>,
     /// Retired templates it gave up deleting (leaked): in no release or inventory any more.
     given_up: BTreeSet<Ref>,
-    revisions: Option<Revisions>,
+    revisions: Revisions,
 }
 
 impl DeployTool {
@@ -45,7 +45,7 @@ impl DeployTool {
             phase: Phase::Apply,
             retired: BTreeSet::new(),
             given_up: BTreeSet::new(),
-            revisions: None,
+            revisions: Revisions::default(),
         }
     }
 }
@@ -61,16 +61,14 @@ impl Actor for DeployTool {
             Phase::Apply => {
                 let before = release_objects(w);
                 self.apply_upgrade(w);
-                self.revisions = Some((before, release_objects(w), self.retired.clone()));
+                self.revisions = (before, release_objects(w), self.retired.clone());
                 self.phase = Phase::Delete(0);
                 Some(w.rng.range(1, 5))
             }
             Phase::Reapply(attempt) => {
-                if let Some((_, after, retired)) = self.revisions.clone() {
-                    install(w, &after);
-                    self.retired = retired;
-                    w.ev(|| format!("{USER}: upgrade applied again"));
-                }
+                install(w, &self.revisions.1);
+                self.retired = self.revisions.2.clone();
+                w.ev(|| format!("{USER}: upgrade applied again"));
                 self.phase = Phase::Delete(attempt);
                 Some(w.rng.range(1, 5))
             }
@@ -106,7 +104,7 @@ impl DeployTool {
 
     /// Deletes the templates the upgrade retired; after a refusal, what its [`OnRefusal`] says.
     fn delete_retired(&mut self, w: &mut World, attempt: u32) -> Result<Option<u64>> {
-        let (user, on_refusal) = (USER, self.tool.on_refusal());
+        let on_refusal = self.tool.on_refusal();
         if on_refusal == OnRefusal::Keep {
             self.phase = Phase::Done;
             return Ok(None);
@@ -118,10 +116,8 @@ impl DeployTool {
                     .is_some_and(|o| o.owner_cluster.is_some() || o.controller.is_some())
             });
             if matches!(on_refusal, OnRefusal::SkipOwned { .. }) && owned {
-                self.retired.remove(&r);
-                w.leak(&r, "an owned object is never pruned");
-                self.given_up.insert(r);
-            } else if w.delete(r.kind, &r.name, user)? {
+                self.give_up(w, r, "an owned object is never pruned");
+            } else if w.delete(r.kind, &r.name, USER)? {
                 self.retired.remove(&r);
             } else {
                 refused.push(r);
@@ -137,7 +133,7 @@ impl DeployTool {
             OnRefusal::RollBackAndRetry(n)
                 if attempt < n && !w.read(|s| s.namespace_terminating) =>
             {
-                self.rollback(w, user)?;
+                self.rollback(w)?;
                 self.phase = Phase::Reapply(attempt + 1);
                 w.m.retries += 1;
                 return Ok(Some(w.rng.range(60, 300)));
@@ -150,30 +146,32 @@ impl DeployTool {
             self.phase = Phase::Delete(attempt + 1);
             return Ok(retry);
         }
-        let why = format!("{USER} gave up the delete");
         for r in refused {
-            self.retired.remove(&r);
-            w.leak(&r, &why);
-            self.given_up.insert(r);
+            self.give_up(w, r, &format!("{USER} gave up the delete"));
         }
         self.phase = Phase::Done;
         Ok(None)
     }
 
+    /// A retired template it will not try to delete again: leaked, and declared no more.
+    fn give_up(&mut self, w: &mut World, r: Ref, why: &str) {
+        self.retired.remove(&r);
+        w.leak(&r, why);
+        self.given_up.insert(r);
+    }
+
     /// The remediation between attempts: Helm rolls back to the previous revision (its templates
     /// recreated, the owners pointed back at them: a second re-provisioning wave) and deletes the
     /// failed revision's new templates; a refusal there fails the rollback, which is logged.
-    fn rollback(&mut self, w: &mut World, user: &str) -> Result<()> {
-        let Some((before, after, _)) = self.revisions.clone() else {
-            return Ok(());
-        };
-        install(w, &before);
+    fn rollback(&self, w: &mut World) -> Result<()> {
+        let (before, after, _) = &self.revisions;
+        install(w, before);
         w.ev(|| format!("{USER}: upgrade failed, release rolled back"));
         let new = after
             .iter()
             .filter(|o| o.kind.is_template() && !before.iter().any(|b| b.key() == o.key()));
         for o in new {
-            w.delete(o.kind, &o.name, user)?;
+            w.delete(o.kind, &o.name, USER)?;
         }
         Ok(())
     }

@@ -58,12 +58,9 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         .iter()
         .filter(|m| w.ready(m))
         .count() as u32;
+    // the replicas never change, so the current set is only ever scaled up
     if cur < replicas && total < replicas + spec.max_surge {
         w.set_replicas(&current.name, cur + 1, false);
-        return Ok(true);
-    }
-    if cur > replicas {
-        w.set_replicas(&current.name, replicas, false);
         return Ok(true);
     }
     // the Deployment algorithm: scale old sets down by what the spec totals allow
