@@ -105,8 +105,10 @@ def get_call(kind, version, name, masks, disable_cache, found=None, error=None):
         error = error or (f"Cannot find {av(kind, version)}/{kind} named '{name}' inside of namespace "
                           f"'Some(\"{NS}\")'")
         return {"type": "Exchange", "request": request, "response": {"type": "Error", "message": error}}
+    # the policy server prunes a get's answer to its masks too (see get_masked)
+    payload = get_masked(found, masks)
     return {"type": "Exchange", "request": request,
-            "response": {"type": "Success", "payload": json.dumps(found, separators=(",", ":"))}}
+            "response": {"type": "Success", "payload": json.dumps(payload, separators=(",", ":"))}}
 
 
 def served(release):
