@@ -41,11 +41,7 @@ fn delete_one(w: &mut World) -> bool {
             // >= 1.13: the owner's current template
             w.read(|s| {
                 let (kind, name) = m.controller.as_ref()?;
-                s.get(*kind, name)?
-                    .spec
-                    .templates()
-                    .first()
-                    .map(|r| (*r).clone())
+                s.get(*kind, name)?.spec.infra().cloned()
             })
         } else {
             let name = m.cloned_from();
@@ -57,20 +53,13 @@ fn delete_one(w: &mut World) -> bool {
                 _ => None,
             })
         });
-        w.m.decisions += 1;
         let reuse = decision.unwrap_or(false);
-        if intent && !reuse {
-            w.m.lost += 1;
-        }
-        w.ev(|| {
-                format!(
-                    "CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {} {}), intent {intent}{}",
-                    m.name,
-                    template.map_or_else(|| "unknown".into(), |r| r.to_string()),
-                    if decision.is_some() { "read" } else { "NOT FOUND" },
-                    if intent && !reuse { "  <-- LOST" } else { "" }
-                )
-            });
+        w.m.decisions += 1;
+        w.m.lost += u64::from(intent && !reuse);
+        let template = template.map_or_else(|| "unknown".into(), |r| r.to_string());
+        let read = decision.map_or("NOT FOUND", |_| "read");
+        let lost = if intent && !reuse { "  <-- LOST" } else { "" };
+        w.ev(|| format!("CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {template} {read}), intent {intent}{lost}", m.name));
     }
     w.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
     true

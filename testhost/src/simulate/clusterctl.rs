@@ -14,8 +14,9 @@ use crate::host::lock;
 /// clusterctl move retries a refused delete for about this long, then gives up.
 const RETRY_BUDGET: u64 = 159;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 enum Phase {
+    #[default]
     Pause,
     Create(Vec<(Kind, String)>),
     Delete(Vec<(Kind, String)>),
@@ -24,19 +25,10 @@ enum Phase {
     Failed,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Clusterctl {
     phase: Phase,
     backoff: Backoff,
-}
-
-impl Default for Clusterctl {
-    fn default() -> Self {
-        Clusterctl {
-            phase: Phase::Pause,
-            backoff: Backoff::default(),
-        }
-    }
 }
 
 impl Actor for Clusterctl {

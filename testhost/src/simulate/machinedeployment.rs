@@ -51,8 +51,8 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         .iter()
         .filter(|s| s.name != current.name && s.deleting.is_none())
         .collect();
-    let cur = current.spec.ms_replicas();
-    let total = cur + olds.iter().map(|o| o.spec.ms_replicas()).sum::<u32>();
+    let cur = current.spec.replicas();
+    let total = cur + olds.iter().map(|o| o.spec.replicas()).sum::<u32>();
     let current_ready = w
         .machines_of(Kind::MachineSet, &current.name)
         .iter()
@@ -67,8 +67,8 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
     let min_available = replicas.saturating_sub(spec.max_unavailable);
     let new_unavailable = cur.saturating_sub(current_ready);
     if total > min_available + new_unavailable {
-        if let Some(old) = olds.iter().find(|o| o.spec.ms_replicas() > 0) {
-            let n = old.spec.ms_replicas() - 1;
+        if let Some(old) = olds.iter().find(|o| o.spec.replicas() > 0) {
+            let n = old.spec.replicas() - 1;
             w.set_replicas(&old.name, n, false);
             w.ev(|| format!("MachineDeployment {md}: {} scaled to {n}", old.name));
             return Ok(true);
@@ -76,7 +76,7 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
     }
     if w.sc.delete_old_ms {
         let unused = olds.iter().find(|o| {
-            o.spec.ms_replicas() == 0 && w.machines_of(Kind::MachineSet, &o.name).is_empty()
+            o.spec.replicas() == 0 && w.machines_of(Kind::MachineSet, &o.name).is_empty()
         });
         if let Some(old) = unused {
             w.mark_deleted(Kind::MachineSet, &old.name);

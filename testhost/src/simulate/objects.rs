@@ -240,10 +240,18 @@ impl Spec {
         }
     }
 
-    /// The replicas a MachineSet asks for (0 for any other spec).
-    pub fn ms_replicas(&self) -> u32 {
+    /// Its infrastructure template (of those [`Spec::templates`] names).
+    pub fn infra(&self) -> Option<&Ref> {
+        self.templates().first().copied()
+    }
+
+    /// The replicas a MachineDeployment, MachineSet or control plane asks for (0 for any other
+    /// spec).
+    pub fn replicas(&self) -> u32 {
         match self {
-            Spec::MachineSet(ms) => ms.replicas,
+            Spec::MachineDeployment(MdSpec { replicas, .. })
+            | Spec::MachineSet(MsSpec { replicas, .. })
+            | Spec::ControlPlane(CpSpec { replicas, .. }) => *replicas,
             _ => 0,
         }
     }

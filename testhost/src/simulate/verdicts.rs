@@ -23,32 +23,22 @@ impl World<'_> {
         let rolled = self.read(|s| {
             // every MachineDeployment runs only on its current templates
             let mds_rolled = s.of_kind(Kind::MachineDeployment).all(|md| {
-                let Spec::MachineDeployment(MdSpec { replicas, .. }) = md.spec else {
-                    return true;
-                };
-                s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name)
-                    .all(|ms| {
-                        let n = machines(s, ms).count() as u32;
-                        let current = ms.spec.templates() == md.spec.templates();
-                        let want = if current { replicas } else { 0 };
-                        ms.spec.ms_replicas() == want && n == want
-                    })
+                let mut sets = s.owned(Kind::MachineSet, Kind::MachineDeployment, &md.name);
+                sets.all(|ms| {
+                    let current = ms.spec.templates() == md.spec.templates();
+                    let want = if current { md.spec.replicas() } else { 0 };
+                    ms.spec.replicas() == want && machines(s, ms).count() as u32 == want
+                })
             });
-            let cp_rolled = match s.get(self.sc.cp_kind, CP) {
-                Some(Obj {
-                    spec: Spec::ControlPlane(cp),
-                    deleting: None,
-                    ..
-                }) => {
-                    let kind = self.sc.cp_kind;
-                    let machines: Vec<&Obj> = s.owned(Kind::Metal3Machine, kind, CP).collect();
-                    machines.len() as u32 == cp.replicas
-                        && machines
-                            .iter()
-                            .all(|m| m.cloned_from() == Some(&cp.infra.name))
-                }
-                _ => true,
-            };
+            // and the control plane (unless it is being deleted or gone) on its current one
+            let cp = s
+                .get(self.sc.cp_kind, CP)
+                .filter(|cp| cp.deleting.is_none());
+            let cp_rolled = cp.is_none_or(|cp| {
+                let infra = cp.spec.infra().map(|r| &r.name);
+                machines(s, cp).count() as u32 == cp.spec.replicas()
+                    && machines(s, cp).all(|m| m.cloned_from() == infra)
+            });
             mds_rolled && cp_rolled
         });
         rolled && self.garbage_templates().is_empty()

@@ -210,7 +210,7 @@ impl<'a> World<'a> {
             let cp = s
                 .get(self.sc.cp_kind, CP)
                 .filter(|o| !live || o.deleting.is_none())?;
-            cp.spec.templates().first().map(|r| (*r).clone())
+            cp.spec.infra().cloned()
         })
     }
 
