@@ -112,10 +112,8 @@ impl Clusterctl {
                     self.phase = Phase::Delete(objs);
                     return Ok(Some(1));
                 }
-                let kind = kind.name();
-                w.ev(|| {
-                    format!("clusterctl: gave up deleting {kind} {name}: move failed half done")
-                });
+                let what = format!("{} {name}", kind.name());
+                w.ev(|| format!("clusterctl: gave up deleting {what}: move failed half done"));
                 self.phase = Phase::Failed;
                 Ok(None)
             }

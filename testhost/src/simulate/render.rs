@@ -19,9 +19,15 @@ pub fn admission_request(
 ) -> (Value, Value) {
     let kind = obj.kind;
     let mut value = render(obj, version, installed);
-    let (key, options) = if operation == "DELETE" {
-        let options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "propagationPolicy": "Background"});
-        ("oldObject", options)
+    let options = match operation {
+        "DELETE" => "DeleteOptions",
+        "CREATE" => "CreateOptions",
+        _ => "UpdateOptions",
+    };
+    let mut options = json!({"apiVersion": "meta.k8s.io/v1", "kind": options});
+    let key = if operation == "DELETE" {
+        options["propagationPolicy"] = json!("Background");
+        "oldObject"
     } else {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             // assigned by the API server, after admission
@@ -31,15 +37,7 @@ pub fn admission_request(
             // written by the API server too (the clients send none)
             meta.remove("managedFields");
         }
-        let verb = if operation == "CREATE" {
-            "CreateOptions"
-        } else {
-            "UpdateOptions"
-        };
-        (
-            "object",
-            json!({"apiVersion": "meta.k8s.io/v1", "kind": verb}),
-        )
+        "object"
     };
     let gvk = json!({"group": kind.group(), "version": version, "kind": kind.name()});
     let gvr =

@@ -47,11 +47,8 @@ pub fn run(
         queue.push(Reverse((at, tie, actors.len())));
         actors.push(actor);
     };
-    add(
-        &mut w,
-        Box::new(DeployTool::new(sc.deployer)),
-        sc.upgrade_at,
-    );
+    let tool = Box::new(DeployTool::new(sc.deployer));
+    add(&mut w, tool, sc.upgrade_at);
     if w.topology() {
         add(&mut w, Box::new(Controller(topology::reconcile)), 5);
     }

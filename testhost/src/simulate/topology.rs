@@ -45,9 +45,8 @@ pub fn reconcile(w: &mut World) -> Result<bool> {
     }
     for (i, class) in workers.iter().enumerate() {
         let md = format!("edge-a-md{i}");
-        let live = |o: &&Obj| o.deleting.is_none();
-        let spec = w.read(|s| s.get(Kind::MachineDeployment, &md).filter(live).cloned());
-        let Some(Spec::MachineDeployment(spec)) = spec.map(|o| o.spec) else {
+        let spec = w.live(Kind::MachineDeployment, &md).map(|o| o.spec);
+        let Some(Spec::MachineDeployment(spec)) = spec else {
             continue;
         };
         // once removed, the MachineDeployment is being deleted or gone: skipped above

@@ -271,13 +271,8 @@ impl<'a> World<'a> {
             let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
                 self.m.refused += 1;
-                let kind = kind.name();
-                self.ev(|| {
-                    format!(
-                        "{user}: DELETE {kind} {name} REFUSED: {}",
-                        verdict.refusal()
-                    )
-                });
+                let refusal = verdict.refusal();
+                self.ev(|| format!("{user}: DELETE {} {name} REFUSED: {refusal}", kind.name()));
                 return Ok(Some(verdict));
             }
         }
