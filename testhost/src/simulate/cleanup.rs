@@ -65,15 +65,6 @@ impl Actor for CleanupJob {
     }
 }
 
-fn kind(kind: Kind) -> template_cleanup_core::Kind {
-    template_cleanup_core::Kind {
-        group: kind.group().into(),
-        version: "v1beta1".into(),
-        kind: kind.name().into(),
-        plural: crate::kube::plural(kind.name()),
-    }
-}
-
 /// A template as a deploy tool's declared state names it.
 fn object_ref(r: &Ref) -> ObjectRef {
     ObjectRef {
@@ -87,7 +78,12 @@ fn object_ref(r: &Ref) -> ObjectRef {
 /// A template as template-cleanup lists it.
 fn listed(o: &Obj) -> Template {
     Template {
-        kind: kind(o.kind),
+        kind: template_cleanup_core::Kind {
+            group: o.kind.group().into(),
+            version: "v1beta1".into(),
+            kind: o.kind.name().into(),
+            plural: crate::kube::plural(o.kind.name()),
+        },
         namespace: NAMESPACE.into(),
         name: o.name.clone(),
         uid: o.uid.to_string(),

@@ -18,12 +18,10 @@ pub fn reconcile_delete(w: &mut World) -> Result<bool> {
         let mds = s.of_kind(Kind::MachineDeployment);
         mds.chain(s.of_kind(Kind::MachineSet)).cloned().collect()
     });
-    let mut did = false;
     for o in &workers {
-        did |= w.read(|s| s.get(o.kind, &o.name).is_some_and(|o| o.deleting.is_none()));
         w.mark_deleted(o.kind, &o.name);
     }
-    if did {
+    if workers.iter().any(|o| o.deleting.is_none()) {
         return Ok(true);
     }
     let workers_left = w.read(|s| {
@@ -33,15 +31,13 @@ pub fn reconcile_delete(w: &mut World) -> Result<bool> {
     if !workers.is_empty() || workers_left {
         return Ok(false);
     }
+    // then the control plane; its machines are gone when it is (its finalizer waits for them)
     let kind = w.sc.cp_kind;
     if let Some(live) = w.read(|s| s.get(kind, CP).map(|cp| cp.deleting.is_none())) {
         if live {
             w.mark_deleted(kind, CP);
         }
         return Ok(live);
-    }
-    if w.read(|s| s.of_kind(Kind::Metal3Machine).next().is_some()) {
-        return Ok(false);
     }
     w.write(|s| s.drop_finalizer(Kind::Cluster, CLUSTER, CLUSTER_FINALIZER));
     w.ev(|| "Cluster edge-a gone".to_string());
