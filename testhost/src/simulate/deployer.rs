@@ -87,19 +87,16 @@ impl DeployTool {
     /// kustomize-controller keeps them in `status.inventory`, docs/deploy-tools.md). A Helm
     /// release's manifest holds only what it renders now.
     fn declared(&self, w: &World) -> BTreeSet<Ref> {
-        let rendered = w.read(|s| {
-            let templates = s
+        let pruning = matches!(self.tool.on_refusal(), OnRefusal::RetryEvery(_));
+        let declares =
+            |r: &Ref| !self.given_up.contains(r) && (pruning || !self.retired.contains(r));
+        w.read(|s| {
+            let rendered = s
                 .objects
                 .values()
                 .filter(|o| o.labels.contains_key(CLEANUP_LABEL));
-            templates.map(Obj::to_ref).collect::<Vec<_>>()
-        });
-        let pruning = matches!(self.tool.on_refusal(), OnRefusal::RetryEvery(_));
-        rendered
-            .into_iter()
-            .filter(|r| !self.given_up.contains(r))
-            .filter(|r| pruning || !self.retired.contains(r))
-            .collect()
+            rendered.map(Obj::to_ref).filter(declares).collect()
+        })
     }
 
     /// Deletes the templates the upgrade retired; after a refusal, what its [`OnRefusal`] says.

@@ -184,13 +184,10 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
                 if with.failed(sc.deployer) {
                     local.failing.insert(seed);
                 }
-                let run = Flow {
-                    seeds: 1,
-                    with,
-                    without,
-                };
-                let key = (sc.deployer, sc.lifecycle);
-                local.flows.entry(key).or_default().add(&run);
+                let flow = local.flows.entry((sc.deployer, sc.lifecycle)).or_default();
+                flow.seeds += 1;
+                flow.with.add(&with);
+                flow.without.add(&without);
             }
             Ok(local)
         };
