@@ -113,8 +113,11 @@ impl World<'_> {
                     && !s.objects.values().any(|o| o.owner_cluster.is_some())
             }),
             Lifecycle::NamespaceDeletion => self.read(|s| s.objects.is_empty()),
+            // what the deploy tool applies to the source after the move began is its own (the
+            // templates it declares), not the move's
             Lifecycle::Move => {
-                self.status.moved == Some(true) && self.read(|s| s.objects.is_empty())
+                let declared = |o: &Obj| self.status.declared.contains(&o.to_ref());
+                self.status.moved == Some(true) && self.read(|s| s.objects.values().all(declared))
             }
         }
     }
