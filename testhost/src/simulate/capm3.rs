@@ -56,10 +56,13 @@ fn delete_one(w: &mut World) -> bool {
         let reuse = decision.unwrap_or(false);
         w.m.decisions += 1;
         w.m.lost += u64::from(intent && !reuse);
-        let template = template.map_or_else(|| "unknown".into(), |r| r.to_string());
-        let read = decision.map_or("NOT FOUND", |_| "read");
-        let lost = if intent && !reuse { "  <-- LOST" } else { "" };
-        w.ev(|| format!("CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {template} {read}), intent {intent}{lost}", m.name));
+        // formatted only when a trace is kept
+        w.ev(|| {
+            let template = template.map_or_else(|| "unknown".into(), |r| r.to_string());
+            let read = decision.map_or("NOT FOUND", |_| "read");
+            let lost = if intent && !reuse { "  <-- LOST" } else { "" };
+            format!("CAPM3: Metal3Machine {} deleted, node reuse {reuse} (template {template} {read}), intent {intent}{lost}", m.name)
+        });
     }
     w.write(|s| s.drop_finalizer(Kind::Metal3Machine, &m.name, M3M_FINALIZER));
     true

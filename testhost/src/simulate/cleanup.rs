@@ -1,14 +1,13 @@
 //! The clean-up job (examples/cleanup: hourly, `--min-age=10m`), running template-cleanup's own
 //! decisions (collector/core): which templates are candidates (`select::candidate`: the clean-up
 //! label or a topology copy, not being deleted, old enough, declared by no deploy tool: what the
-//! simulated tool publishes) and what the answer to each DELETE means (`answer::classify`: the guard's refusal keeps the template, anything else fails the
-//! pass).
+//! simulated tool publishes) and what the answer to each DELETE means (`answer::classify`: the
+//! guard's refusal keeps the template, anything else fails the pass).
 
 use anyhow::Result;
 use template_cleanup_core::answer::{self, Outcome, Refused};
 use template_cleanup_core::declared::Declared;
 use template_cleanup_core::select::{self, Skip, Template};
-use template_cleanup_core::ObjectRef;
 
 use super::objects::*;
 use super::world::{Actor, World};
@@ -23,21 +22,22 @@ pub struct CleanupJob;
 
 impl Actor for CleanupJob {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let templates: Vec<(Ref, Template)> = w.read(|s| {
+            let templates = s.objects.values().filter(|o| o.kind.is_template());
+            templates.map(|o| (o.to_ref(), listed(o))).collect()
+        });
+        // the declared state names objects as template-cleanup's listing does
         let mut declared = Declared::default();
-        for r in &w.status.declared {
-            declared.insert(object_ref(r), "the deploy tool");
+        for (r, t) in &templates {
+            if w.status.declared.contains(r) {
+                declared.insert(t.object_ref(), "the deploy tool");
+            }
         }
         let now = w.now as i64;
         let mut candidates = Vec::new();
-        for o in w.read(|s| {
-            s.objects
-                .values()
-                .filter(|o| o.kind.is_template())
-                .cloned()
-                .collect::<Vec<_>>()
-        }) {
-            match select::candidate(&listed(&o), now, MIN_AGE as i64, &declared) {
-                Ok(()) => candidates.push(o.to_ref()),
+        for (r, t) in templates {
+            match select::candidate(&t, now, MIN_AGE as i64, &declared) {
+                Ok(()) => candidates.push(r),
                 Err(Skip::Declared { .. }) => w.m.cleanup_declared += 1,
                 Err(_) => {}
             }
@@ -62,16 +62,6 @@ impl Actor for CleanupJob {
             }
         }
         Ok(Some(HOUR))
-    }
-}
-
-/// A template as a deploy tool's declared state names it.
-fn object_ref(r: &Ref) -> ObjectRef {
-    ObjectRef {
-        group: r.kind.group().into(),
-        kind: r.kind.name().into(),
-        namespace: NAMESPACE.into(),
-        name: r.name.clone(),
     }
 }
 

@@ -271,8 +271,15 @@ impl<'a> World<'a> {
             let (verdict, _) = self.admit("DELETE", &obj, user, 0)?;
             if !verdict.allowed {
                 self.m.refused += 1;
-                let refusal = verdict.refusal();
-                self.ev(|| format!("{user}: DELETE {} {name} REFUSED: {refusal}", kind.name()));
+                // formatted only when a trace is kept: refusals are frequent
+                let refused = || {
+                    let kind = kind.name();
+                    format!(
+                        "{user}: DELETE {kind} {name} REFUSED: {}",
+                        verdict.refusal()
+                    )
+                };
+                self.ev(refused);
                 return Ok(Some(verdict));
             }
         }
