@@ -39,8 +39,12 @@ impl Candidate {
         self.replicas == Some(0) && self.machines == Some(0)
     }
 
+    /// Whether it may still have machines. A MachineSet whose controller has not written
+    /// `status.replicas` yet (v1beta2 omits it until then) is taken to have some: its machines
+    /// could need their node-reuse template, and the controller writes the count on its next
+    /// reconcile, deletion included, so the wait is short.
     pub fn has_machines(&self) -> bool {
-        self.machines.unwrap_or(0) > 0
+        self.machines.is_none_or(|n| n > 0)
     }
 }
 
