@@ -365,7 +365,7 @@ patch_is() {
   message_has "Metal3Machine edge-a-md-storage-5f7d9c8b6-x7k2p (spec.dataTemplate)"
   message_has "Metal3MachineTemplate edge-a-workers-7f3c9d2e (spec.template.spec.dataTemplate)"
   message_has "Metal3DataClaim edge-a-workers-7f3c9d2e-x2v9k (spec.template)"
-  message_has "CAPM3 renders no new claims from a Metal3DataTemplate that is being deleted"
+  message_has "A Metal3DataTemplate being deleted is gone once no claim or data names it"
 }
 
 @test "a Metal3DataTemplate nothing names is deleted" {

@@ -121,7 +121,7 @@ fn advice(advice: Advice) -> &'static str {
         Advice::ClusterClass => "Change or delete the ClusterClass first.",
         Advice::HealthCheck => "Point the health checks at another remediation template, or delete them first.",
         Advice::NodeReuse => "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.",
-        Advice::DataTemplate => "CAPM3 renders no new claims from a Metal3DataTemplate that is being deleted, so machines created from them would wait forever: point them at another Metal3DataTemplate, or delete them first.",
+        Advice::DataTemplate => "A Metal3DataTemplate being deleted is gone once no claim or data names it, and a machine created from them after that would wait forever for it: point them at another Metal3DataTemplate, or delete them first.",
     }
 }
 

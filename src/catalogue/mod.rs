@@ -483,9 +483,10 @@ pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
 /// managed by a cloud), so they name no machine or bootstrap template: known whole and never
 /// scanned, so that installing one does not make every machine-template delete wait for a grant.
 /// From their API types: k0sproject/k0smotron@v2.1.0 `api/controlplane/v1beta2/k0smotron_types.go`,
-/// clastix/cluster-api-control-plane-provider-kamaji@02a38000 `api/v1alpha2/kamajicontrolplane_types.go`,
-/// kubernetes-sigs/cluster-api-provider-aws `controlplane/eks/api/v1beta2/
-/// awsmanagedcontrolplane_types.go` and `controlplane/rosa/api/v1beta2/rosacontrolplane_types.go`.
+/// clastix/cluster-api-control-plane-provider-kamaji@v0.20.0 `api/v1alpha2/kamajicontrolplane_types.go`,
+/// kubernetes-sigs/cluster-api-provider-aws@v2.11.1 `controlplane/eks/api/v1beta2/
+/// awsmanagedcontrolplane_types.go` and `controlplane/rosa/api/v1beta2/rosacontrolplane_types.go`
+/// (its references are LocalObjectReferences to roles, secrets and networks).
 pub const RUN_NO_MACHINES: [&str; 4] = [
     "AWSManagedControlPlane",
     "K0smotronControlPlane",

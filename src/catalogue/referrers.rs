@@ -6,7 +6,7 @@ use super::*;
 /// A control plane (or etcdadm's etcd cluster): keeps its current machine template until it is
 /// gone, also while it and its Cluster are being deleted. KubeadmControlPlane 1.12.0 to 1.12.5
 /// hangs in deletion without it (cluster-api issue 13536, fixed by PR 13558 in 1.12.6 and 1.13.0,
-/// `controlplane/kubeadm/internal/filters.go`); CAPRKE2 0.25.0 the same
+/// `controlplane/kubeadm/internal/filters.go:208-211`@v1.12.6); CAPRKE2 0.25.0 the same
 /// (cluster-api-provider-rke2 issue 1004, PR 1007). Nothing waits for a control plane's template
 /// to be deleted, so keeping it cannot deadlock; the garbage collector deletes it once the
 /// Cluster is gone.
@@ -33,8 +33,9 @@ const fn control_plane(
     }
 }
 
-/// Health checks name remediation templates; nothing waits for one to be deleted, and a
-/// health check being deleted remediates nothing more.
+/// Health checks name remediation templates; nothing waits for one to be deleted. A
+/// MachineHealthCheck has no finalizer and its reconcile no deletion branch, so one being deleted
+/// is gone at once and keeps nothing.
 const fn health_check(resource: Resource, fields: &'static [&'static str]) -> ReferrerKind {
     ReferrerKind {
         resource,
@@ -210,8 +211,9 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         None,
         &["spec.machineTemplate.infrastructureRef"],
     ),
-    // openshift-assisted/cluster-api-provider-openshift-assisted@19f75f03
-    // controlplane/api/v1alpha3 (stored) and v1alpha2 openshiftassistedcontrolplane_types.go
+    // openshift-assisted/cluster-api-provider-openshift-assisted@24cdcec8
+    // controlplane/api/v1alpha3 (stored; a ContractVersionedObjectReference) and v1alpha2 (an
+    // ObjectReference) openshiftassistedcontrolplane_types.go:37
     control_plane(
         "OpenshiftAssistedControlPlane",
         "openshiftassistedcontrolplanes",
@@ -300,8 +302,9 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         advice: Advice::ClusterClass,
     },
     // Without its remediation template the MachineHealthCheck controller stops remediating every
-    // unhealthy machine of the check (cluster-api `internal/controllers/machinehealthcheck/
-    // machinehealthcheck_controller.go`, patchUnhealthyTargets).
+    // unhealthy machine of the check: `return errList` at the first target (cluster-api
+    // `internal/controllers/machinehealthcheck/machinehealthcheck_controller.go:437-448`@v1.12.0,
+    // patchUnhealthyTargets).
     health_check(
         resource(
             "MachineHealthCheck",
@@ -333,7 +336,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // annotation when it deletes the machine; the machine's deletion never waits for the template.
     // Its `spec.dataTemplate` names the Metal3DataTemplate its claim is rendered from
     // (cluster-api-provider-metal3@v1.14.0-rc.0 api/v1beta1/metal3machine_types.go, an
-    // ObjectReference; api/v1beta2/metal3machine_types.go, a name-only Metal3ObjectRef).
+    // ObjectReference; api/v1beta2/metal3machine_types.go, a Metal3ObjectRef: name and namespace).
     ReferrerKind {
         resource: METAL3_MACHINE,
         fields: &["spec.dataTemplate"],
@@ -347,15 +350,20 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         scaled_down_keeps_nothing: false,
         advice: Advice::NodeReuse,
     },
-    // The Metal3DataTemplate's keepers. CAPM3 gives a data template only a finalizer, and one that
-    // is being deleted renders no new claims (cluster-api-provider-metal3@v1.14.0-rc.0
-    // controllers/metal3datatemplate_controller.go reconcileDelete, baremetal/
-    // metal3datatemplate_manager.go UpdateDatas): a Metal3Machine cloned later from a
-    // Metal3MachineTemplate that names it waits forever (sylva-core issue 2820). v1beta1 references
-    // are ObjectReferences, v1beta2 ones name-only Metal3ObjectRefs (api/v1beta2/common_types.go),
-    // so the kind is implied. `failureDomainDataTemplates` is CAPM3 PR 3589 (v1beta2, not merged
+    // The Metal3DataTemplate's keepers. CAPM3 gives a data template only a finalizer: one being
+    // deleted still renders the claims it has, and drops its finalizer once no claim or data names
+    // it (cluster-api-provider-metal3@v1.14.0-rc.0 controllers/metal3datatemplate_controller.go
+    // reconcileDelete, lines 158-185; baremetal/metal3datatemplate_manager.go UpdateDatas). A
+    // Metal3Machine cloned after that from a Metal3MachineTemplate that names it waits forever
+    // ("waiting for Metal3DataTemplate to be available", baremetal/metal3machine_manager.go;
+    // sylva-core issue 2820). v1beta1 references are ObjectReferences, v1beta2 ones
+    // Metal3ObjectRefs of a name and a namespace (api/v1beta2/common_types.go), so the kind is
+    // implied. `failureDomainDataTemplates` is CAPM3 PR 3589 (v1beta2, not merged
     // in v1.14.0-rc.0), read so that it is kept from the first release that has it.
-    // A machine template being deleted clones no more machines: it keeps nothing then.
+    // A Metal3MachineTemplate carries no CAPM3 finalizer, so one being deleted is gone at once
+    // unless another finalizer holds it (cluster-api's MachineSet controller does not check a
+    // template's deletion, core/reconcilers/machineset/machineset_controller.go@v1.14.0): it keeps nothing
+    // then.
     data_user(
         METAL3_MACHINE_TEMPLATE,
         &[
