@@ -359,7 +359,10 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // sylva-core issue 2820). v1beta1 references are ObjectReferences, v1beta2 ones
     // Metal3ObjectRefs of a name and a namespace (api/v1beta2/common_types.go), so the kind is
     // implied. `failureDomainDataTemplates` is CAPM3 PR 3589 (v1beta2, not merged
-    // in v1.14.0-rc.0), read so that it is kept from the first release that has it.
+    // in v1.14.0-rc.0), read so that it is kept from the first release that has it. Once it is
+    // merged, a Metal3Machine not rendered yet also reads its cloned-from Metal3MachineTemplate to
+    // pick that data template (overrideDataTemplateForPlacement, PR head 5af9a5c1), which the
+    // Metal3Machine entry's `only_node_reuse` does not cover: revisit it then.
     // A Metal3MachineTemplate carries no CAPM3 finalizer, so one being deleted is gone at once
     // unless another finalizer holds it (cluster-api's MachineSet controller does not check a
     // template's deletion, core/reconcilers/machineset/machineset_controller.go@v1.14.0): it keeps nothing
