@@ -221,7 +221,9 @@ fn every_answer() -> Fake {
             ("gone", status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found")),
             ("forbidden", status(403, "Forbidden", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"forbidden\" is forbidden: User \"system:serviceaccount:capi:cleanup\" cannot delete resource")),
             ("broken", status(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard.kubewarden.admission\": context deadline exceeded")),
-            ("recreated", status(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"recreated\": Precondition failed: UID in precondition: uid-recreated, UID in object meta: other")),
+            // rest.BeforeDelete's answer (k8s.io/apiserver v0.36.3 pkg/registry/rest/delete.go), the
+            // usual one when a template was replaced since it was listed
+            ("recreated", status(409, "Conflict", "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"recreated\": the UID in the precondition (uid-recreated) does not match the UID in record (other). The object might have been deleted and then recreated")),
             ("slow", None),
         ]),
     }

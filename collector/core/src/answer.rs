@@ -31,24 +31,43 @@ pub enum Outcome {
 /// The name kube-apiserver quotes for the guard's webhook: the policy's unique name
 /// (`clusterwide-<name>` for a ClusterAdmissionPolicy, kubewarden-controller
 /// `api/policies/v1/clusteradmissionpolicy_types.go`, `GetUniqueName`) and
-/// `.kubewarden.admission` (`internal/constants/constants.go`, `WebhookNameSuffix`).
+/// `.kubewarden.admission`, the suffix `internal/controller/policy_subreconciler_webhook.go:61`
+/// appends (v1.36.0-beta.1).
 pub fn guard_webhook(guard: &str) -> String {
     format!("clusterwide-{guard}.kubewarden.admission")
 }
+
+/// What kube-apiserver's Conflict says when a DELETE's preconditions failed: `rest.BeforeDelete`'s
+/// two texts (uid, resourceVersion), then `Preconditions.Check`'s (see [`classify`]).
+const PRECONDITION_FAILED: [&str; 3] = [
+    "does not match the UID in record",
+    "does not match the ResourceVersion in record",
+    "Precondition failed: ",
+];
 
 /// The answer to a DELETE: `None` for 2xx, else the refusal. `guard` is the policy's name.
 ///
 /// - 409 with kube-apiserver's webhook denial text for the guard's webhook, `admission webhook
 ///   "<name>" denied the request: <message>` (k8s.io/apiserver
 ///   `pkg/admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`): kept, quoting the
-///   guard's message. When the policy sets `spec.message`, Kubewarden puts the policy's own text in
-///   `details.causes` (`PolicySpec.Message`), which is quoted instead.
-/// - 409 without it: the uid/resourceVersion preconditions failed (k8s.io/apiserver
-///   `pkg/storage/interfaces.go`, `Preconditions.Check`, answered as a Conflict "Operation cannot
-///   be fulfilled on ...: Precondition failed: ..."): the template was replaced or changed since it
-///   was listed; kept for the next pass to judge. The guard is not asked then: preconditions are
-///   checked before admission's delete validation (`pkg/storage/etcd3/store.go`,
-///   `conditionalDelete`).
+///   guard's message. When the policy sets `spec.message`, Kubewarden replaces the message with it
+///   and appends the policy's own text to `details.causes` (kubewarden-controller v1.36.0-beta.1
+///   `crates/policy-evaluator/src/admission_response_handler.rs`,
+///   `apply_custom_rejection_message`, which pushes after the causes already there). The guard
+///   sets no causes of its own, so the first cause is its text, which is quoted instead.
+/// - 409 `Conflict` because the uid/resourceVersion preconditions failed: the template was
+///   replaced or changed since it was listed; kept for the next pass to judge. kube-apiserver says
+///   so in one of two places (k8s.io/apiserver v0.36.3). Usually `rest.BeforeDelete`
+///   (`pkg/registry/rest/delete.go:83-92`, called by `Store.Delete` in
+///   `pkg/registry/generic/registry/store.go` on the object it has just read) answers, with "the
+///   UID in the precondition (..) does not match the UID in record (..). The object might have
+///   been deleted and then recreated" or "the ResourceVersion in the precondition (..) does not
+///   match the ResourceVersion in record (..). The object might have been modified". Only when
+///   the object changes between that read and the storage's delete does
+///   `pkg/storage/interfaces.go` `Preconditions.Check` answer, "Precondition failed: UID in
+///   precondition: ..." (through `storeerr.InterpretDeleteError`, also a Conflict). The guard is
+///   asked in neither case: both come before admission's delete validation
+///   (`pkg/storage/etcd3/store.go`, `conditionalDelete`).
 /// - 404: already gone. Anything else: failed.
 pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
     let Some(r) = answer else {
@@ -70,10 +89,14 @@ pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
                 .unwrap_or(own);
             Outcome::Kept(format!("kept: {quoted}"))
         }
-        409 if r.message.contains("Precondition failed") => Outcome::Kept(format!(
-            "kept: changed since it was listed, the next pass looks again ({})",
-            r.message
-        )),
+        409 if r.reason == "Conflict"
+            && PRECONDITION_FAILED.iter().any(|t| r.message.contains(t)) =>
+        {
+            Outcome::Kept(format!(
+                "kept: changed since it was listed, the next pass looks again ({})",
+                r.message
+            ))
+        }
         code if r.reason.is_empty() => Outcome::Failed(format!("failed: {code}: {}", r.message)),
         code => Outcome::Failed(format!("failed: {code} {}: {}", r.reason, r.message)),
     }

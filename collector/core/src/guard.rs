@@ -29,13 +29,18 @@ fn refuse(check: &'static str, message: String) -> Refusal {
     Refusal { check, message }
 }
 
-/// One admission rule of the guard (`admissionregistration.k8s.io/v1` `RuleWithOperations`).
+/// One admission rule of the guard (`admissionregistration.k8s.io/v1` `RuleWithOperations`:
+/// kubewarden-controller v1.36.0-beta.1 `api/policies/v1/policy_types.go:67` declares
+/// `spec.rules` as such, and `internal/controller/policy_subreconciler_webhook.go:66` copies them
+/// into the webhook unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rule {
     pub api_groups: Vec<String>,
     pub api_versions: Vec<String>,
     pub resources: Vec<String>,
     pub operations: Vec<String>,
+    /// `scope`: `None` when absent.
+    pub scope: Option<String>,
 }
 
 fn has(list: &[String], item: &str) -> bool {
@@ -43,9 +48,14 @@ fn has(list: &[String], item: &str) -> bool {
 }
 
 impl Rule {
-    /// Whether the rule sends the DELETE of `plural` in `group` at `version` to the guard.
+    /// Whether the rule sends the DELETE of a namespaced `plural` in `group` at `version` to the
+    /// guard. kube-apiserver matches a namespaced object's request only when the rule's `scope`
+    /// is absent, `*` or `Namespaced`; `Cluster`, or a value it does not know, matches none
+    /// (k8s.io/apiserver v0.36.3 `pkg/admission/plugin/webhook/predicates/rules/rules.go`,
+    /// `Matcher.scope`). Every template is namespaced: the clean-up collects no other kind.
     pub fn covers_delete(&self, group: &str, version: &str, plural: &str) -> bool {
-        has(&self.api_groups, group)
+        matches!(self.scope.as_deref(), None | Some("*" | "Namespaced"))
+            && has(&self.api_groups, group)
             && has(&self.api_versions, version)
             && has(&self.resources, plural)
             && has(&self.operations, "DELETE")
@@ -167,6 +177,15 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Guard, Refusal
                 api_versions: field("apiVersions")?,
                 resources: field("resources")?,
                 operations: field("operations")?,
+                scope: match rule.get("scope") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(scope)) => Some(scope.clone()),
+                    Some(other) => {
+                        return Err(format!(
+                            "spec.rules[{i}].scope holds {other}, which is not a string."
+                        ))
+                    }
+                },
             })
         })
         .collect::<Result<Vec<_>, String>>()

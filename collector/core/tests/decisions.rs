@@ -87,6 +87,7 @@ fn with(mut policy: Value, pointer: &str, value: Value) -> Value {
 #[case::empty_selector(Some(with(good_policy(), "/spec/objectSelector", json!({}))), None)]
 #[case::no_rules(Some(with(good_policy(), "/spec/rules", json!([]))), Some("rules cover DELETE"))]
 #[case::malformed_rule(Some(with(good_policy(), "/spec/rules", json!([{"apiGroups": [INFRA]}]))), Some("rules cover DELETE"))]
+#[case::scope_not_a_string(Some(with(good_policy(), "/spec/rules", json!([{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["*"], "operations": ["DELETE"], "scope": 1}]))), Some("rules cover DELETE"))]
 fn pre_flight(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
     let result = check_policy("capi-template-guard", policy.as_ref());
     match (refused_by, result) {
@@ -148,6 +149,32 @@ fn coverage(#[case] kinds: Vec<Kind>, #[case] covered: bool) {
         check_coverage(&guard, &kinds).is_ok(),
         kinds.is_empty(),
         "a CREATE rule covers no DELETE"
+    );
+}
+
+/// A rule's `scope`: kube-apiserver sends a namespaced object's DELETE only for an absent, `*` or
+/// `Namespaced` scope (k8s.io/apiserver v0.36.3 `pkg/admission/plugin/webhook/predicates/rules/
+/// rules.go`, `Matcher.scope`); every template is namespaced.
+#[rstest]
+#[case::absent(None, true)]
+#[case::every_scope(Some("*"), true)]
+#[case::namespaced(Some("Namespaced"), true)]
+#[case::cluster(Some("Cluster"), false)]
+#[case::unknown_value(Some("namespaced"), false)]
+fn a_rules_scope_decides_whether_it_sends_template_deletes(
+    #[case] scope: Option<&str>,
+    #[case] sent: bool,
+) {
+    let mut policy = good_policy();
+    if let Some(scope) = scope {
+        policy["spec"]["rules"][0]["scope"] = json!(scope);
+    }
+    let guard = check_policy("g", Some(&policy)).unwrap();
+    assert_eq!(check_coverage(&guard, &[m3mt("v1beta1")]).is_ok(), sent);
+    let expected = if sent { vec![m3mt("v1beta1")] } else { vec![] };
+    assert_eq!(
+        collectable(&guard, &[served(m3mt("v1beta1"), true)]),
+        expected
     );
 }
 
@@ -457,6 +484,12 @@ fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> Refused {
 
 const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: ";
 
+/// kube-apiserver's usual answer to a DELETE whose preconditions fail: `rest.BeforeDelete`
+/// (k8s.io/apiserver v0.36.3 `pkg/registry/rest/delete.go:83-92`), a Conflict on the kind (its
+/// `GroupResource` is built from the kind) with these texts.
+const BEFORE_DELETE_UID: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the UID in the precondition (a) does not match the UID in record (b). The object might have been deleted and then recreated";
+const BEFORE_DELETE_RV: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the ResourceVersion in the precondition (7) does not match the ResourceVersion in record (8). The object might have been modified";
+
 #[rstest]
 #[case::deleted(None, Outcome::Deleted)]
 #[case::guard_refusal(Some(refused(409, "", &format!("{DENIED}t1 is referenced by MachineSet edge/md-abc"), &[])), Outcome::Kept("kept: t1 is referenced by MachineSet edge/md-abc".into()))]
@@ -464,6 +497,10 @@ const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard.kubewa
 #[case::another_webhooks_409(Some(refused(409, "", "admission webhook \"other.example\" denied the request: no", &[])), Outcome::Failed("failed: 409: admission webhook \"other.example\" denied the request: no".into()))]
 #[case::another_guards_409(Some(refused(409, "", &DENIED.replace("capi-template-guard", "other-guard"), &[])), Outcome::Failed(format!("failed: 409: {}", DENIED.replace("capi-template-guard", "other-guard"))))]
 #[case::precondition(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b", &[])), Outcome::Kept("kept: changed since it was listed, the next pass looks again (Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b)".into()))]
+#[case::uid_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Outcome::Kept(format!("kept: changed since it was listed, the next pass looks again ({BEFORE_DELETE_UID})")))]
+#[case::resource_version_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_RV, &[])), Outcome::Kept(format!("kept: changed since it was listed, the next pass looks again ({BEFORE_DELETE_RV})")))]
+#[case::precondition_text_without_conflict(Some(refused(409, "", BEFORE_DELETE_UID, &[])), Outcome::Failed(format!("failed: 409: {BEFORE_DELETE_UID}")))]
+#[case::another_conflict(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again", &[])), Outcome::Failed("failed: 409 Conflict: Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again".into()))]
 #[case::gone(Some(refused(404, "NotFound", "not found", &[])), Outcome::Gone)]
 #[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), Outcome::Failed("failed: 403 Forbidden: cannot delete".into()))]
 #[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), Outcome::Failed(format!("failed: 500: {DENIED}could not check")))]
