@@ -44,10 +44,17 @@ pub struct Args {
     #[arg(long, value_name = "NAME", default_value = "capi-template-guard")]
     pub guard: String,
 
-    /// Also read Helm's release Secrets (Helm CLI and Flux helm-controller) in the namespaces
-    /// collected in; needs get and list on Secrets there
+    /// Also read Helm's release Secrets (Helm CLI and Flux helm-controller, Secrets driver only)
+    /// in the namespaces collected in, and, unless collecting in every namespace, in those of
+    /// --helm-storage-namespace and in each Flux HelmRelease's storage namespace; needs list on
+    /// Secrets there, and on Flux HelmReleases
     #[arg(long)]
     pub helm_releases: bool,
+
+    /// With --helm-releases: also read Helm's release Secrets in this namespace (repeatable), where
+    /// a release is stored whose templates are in a namespace collected in
+    #[arg(long, value_name = "NS", requires = "helm_releases")]
+    pub helm_storage_namespace: Vec<String>,
 
     /// Give up on an API request after this long. Units: s, m, h, d
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
@@ -122,6 +129,23 @@ mod tests {
             (args.dry_run, args.output, args.min_age.as_secs()),
             (true, Output::Json, 600)
         );
+    }
+
+    #[test]
+    fn helm_storage_namespaces_need_helm_releases() {
+        let err = Args::try_parse_from(["template-cleanup", "--helm-storage-namespace", "x"])
+            .unwrap_err();
+        assert!(err.to_string().contains("--helm-releases"), "{err}");
+        let args = Args::try_parse_from([
+            "template-cleanup",
+            "--helm-releases",
+            "--helm-storage-namespace",
+            "x",
+            "--helm-storage-namespace",
+            "y",
+        ])
+        .unwrap();
+        assert_eq!(args.helm_storage_namespace, ["x", "y"]);
     }
 
     /// The CronJob of examples/cleanup passes only flags this command line defines, with values

@@ -9,7 +9,8 @@ use kube::api::ApiResource;
 use serde_json::Value;
 use template_cleanup_core::answer::{classify, Outcome};
 use template_cleanup_core::declared::{
-    argo_application, flux_kustomization, helm_current, helm_release_secret, Declared,
+    argo_application, flux_helm_storage_namespaces, flux_kustomization, helm_current,
+    helm_release_secret, Declared,
 };
 use template_cleanup_core::guard::{
     check_coverage, check_policy, collectable, rule_groups, Served,
@@ -23,6 +24,7 @@ use crate::report::{Line, Report, Source, CANNOT_RUN};
 
 const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
 const ARGO_GROUP: &str = "argoproj.io";
+const FLUX_HELM_GROUP: &str = "helm.toolkit.fluxcd.io";
 
 /// What a pass needs from the command line.
 #[derive(Debug, Clone)]
@@ -33,6 +35,8 @@ pub struct Options {
     pub min_age: i64,
     pub guard: String,
     pub helm_releases: bool,
+    /// More namespaces whose Helm release Secrets are read (`--helm-storage-namespace`).
+    pub helm_storage_namespaces: Vec<String>,
 }
 
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
@@ -66,6 +70,7 @@ pub async fn main(args: Args) -> u8 {
         min_age: i64::try_from(args.min_age.as_secs()).unwrap_or(i64::MAX),
         guard: args.guard.clone(),
         helm_releases: args.helm_releases,
+        helm_storage_namespaces: args.helm_storage_namespace.clone(),
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -141,7 +146,7 @@ async fn prepare(
         eprintln!("template-cleanup: warning: {warning}");
     }
     let mut groups = rule_groups(&guard);
-    groups.extend([FLUX_GROUP.to_string(), ARGO_GROUP.to_string()]);
+    groups.extend([FLUX_GROUP, ARGO_GROUP, FLUX_HELM_GROUP].map(String::from));
     let served = cluster.discover(&groups).await.map_err(|e| {
         format!("cannot discover the API groups of the guard's rules: {e}. Nothing was deleted.")
     })?;
@@ -276,10 +281,29 @@ async fn read_sources(
         kind: "Secret".into(),
         plural: "secrets".into(),
     };
-    let items = cluster
-        .list(&secrets, o.namespaces.as_deref(), "owner=helm")
-        .await
-        .map_err(|e| format!("cannot read Helm's release Secrets: {e}. Nothing was deleted."))?;
+    let namespaces = helm_storage_namespaces(cluster, o, served).await?;
+    let mut items = Vec::new();
+    match &namespaces {
+        None => {
+            items = cluster
+                .list(&secrets, None, "owner=helm")
+                .await
+                .map_err(|e| {
+                    format!("cannot read Helm's release Secrets in every namespace: {e}. Nothing was deleted.")
+                })?;
+        }
+        Some(list) => {
+            for ns in list {
+                let found = cluster
+                    .list(&secrets, Some(std::slice::from_ref(ns)), "owner=helm")
+                    .await
+                    .map_err(|e| {
+                        format!("cannot read Helm's release Secrets in namespace {ns}: {e}. Nothing was deleted.")
+                    })?;
+                items.extend(found);
+            }
+        }
+    }
     let revisions = items
         .iter()
         .map(helm_release_secret)
@@ -306,12 +330,45 @@ async fn read_sources(
     report.sources.push(Source {
         name: "Helm releases".into(),
         read: format!(
-            "{} releases read, {} objects declared",
+            "{} releases read, {} objects declared (Secrets read in {})",
             releases.len(),
-            declared.len() - before
+            declared.len() - before,
+            namespaces.map_or("every namespace".to_string(), |list| list.join(", "))
         ),
     });
     Ok(declared)
+}
+
+/// Where Helm's release Secrets are read: `None` for every namespace; else the namespaces
+/// collected in, those of `--helm-storage-namespace`, and the storage namespaces of every Flux
+/// HelmRelease (helm-controller keeps a release's Secrets in the HelmRelease's storage namespace,
+/// by default its own, not where the templates are rendered). HelmReleases that are installed
+/// but cannot be read stop the pass: a release they store elsewhere would read as undeclared.
+async fn helm_storage_namespaces(
+    cluster: &Cluster,
+    o: &Options,
+    served: &[Served],
+) -> Result<Option<Vec<String>>, String> {
+    let Some(collected) = &o.namespaces else {
+        return Ok(None);
+    };
+    let mut out: BTreeSet<String> = collected.iter().cloned().collect();
+    out.extend(o.helm_storage_namespaces.iter().cloned());
+    if let Some(kind) = preferred(served, FLUX_HELM_GROUP, "HelmRelease") {
+        let items = cluster.list(kind, None, "").await.map_err(|e| {
+            format!(
+                "cannot read Flux HelmReleases (installed, {}), whose storage namespaces hold their Helm release Secrets: {e}. Nothing was deleted.",
+                kind.api_version()
+            )
+        })?;
+        for item in &items {
+            out.extend(
+                flux_helm_storage_namespaces(item)
+                    .map_err(|e| format!("{e} Nothing was deleted."))?,
+            );
+        }
+    }
+    Ok(Some(out.into_iter().collect()))
 }
 
 /// A listed object as a [`Template`]; an object without a creation time counts as created now.

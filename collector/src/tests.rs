@@ -62,8 +62,13 @@ struct Fake {
     policy: Answer,
     templates: Vec<Value>,
     flux: Option<Answer>,
-    /// The answer to the list of Helm's release Secrets in `edge` (`--helm-releases`).
-    helm: Answer,
+    /// The answer to the list of Helm's release Secrets, by namespace (`--helm-releases`); a
+    /// namespace not named here answers 500.
+    helm: BTreeMap<&'static str, Answer>,
+    /// Flux HelmReleases: `None`, not installed; else the answer to their list.
+    flux_helm: Option<Answer>,
+    /// `--helm-storage-namespace`.
+    helm_storage: Vec<String>,
     deletes: BTreeMap<&'static str, Answer>,
 }
 
@@ -77,6 +82,9 @@ impl Fake {
                 ];
                 if self.flux.is_some() {
                     groups.push(json!({"name": "kustomize.toolkit.fluxcd.io", "versions": [{"groupVersion": "kustomize.toolkit.fluxcd.io/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "kustomize.toolkit.fluxcd.io/v1", "version": "v1"}}));
+                }
+                if self.flux_helm.is_some() {
+                    groups.push(json!({"name": "helm.toolkit.fluxcd.io", "versions": [{"groupVersion": "helm.toolkit.fluxcd.io/v2", "version": "v2"}], "preferredVersion": {"groupVersion": "helm.toolkit.fluxcd.io/v2", "version": "v2"}}));
                 }
                 Some((
                     200,
@@ -99,10 +107,24 @@ impl Fake {
             ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations") => {
                 self.flux.clone().flatten()
             }
-            ("GET", "/api/v1/namespaces/edge/secrets")
-                if query.contains("labelSelector=owner=helm") =>
+            ("GET", "/apis/helm.toolkit.fluxcd.io/v2") => Some((
+                200,
+                json!({"kind": "APIResourceList", "groupVersion": "helm.toolkit.fluxcd.io/v2", "resources": [
+                    {"name": "helmreleases", "singularName": "helmrelease", "namespaced": true, "kind": "HelmRelease", "verbs": ["get", "list"]},
+                ]}),
+            )),
+            ("GET", "/apis/helm.toolkit.fluxcd.io/v2/helmreleases") => {
+                self.flux_helm.clone().flatten()
+            }
+            ("GET", p)
+                if p.starts_with("/api/v1/namespaces/")
+                    && p.ends_with("/secrets")
+                    && query.contains("labelSelector=owner=helm") =>
             {
-                self.helm.clone()
+                let ns = p.split('/').nth(4).unwrap_or("");
+                self.helm.get(ns).cloned().unwrap_or_else(|| {
+                    status(500, "", "the mock lists no Secrets unless a test says so")
+                })
             }
             ("GET", M3MT_PATH) if query.contains("topology.cluster.x-k8s.io") => Some((
                 200,
@@ -151,6 +173,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
+    let helm_storage = fake.helm_storage.clone();
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
@@ -188,6 +211,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
         min_age: 600,
         guard: "capi-template-guard".into(),
         helm_releases,
+        helm_storage_namespaces: helm_storage,
     };
     let report = run(&cluster, &options, NOW).await;
     let seen = seen.lock().unwrap().clone();
@@ -214,7 +238,9 @@ fn every_answer() -> Fake {
         policy: Some((200, policy())),
         templates: ["broken", "forbidden", "free", "gone", "in-use", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
         flux: None,
-        helm: status(500, "", "the mock lists no Secrets unless a test says so"),
+        helm: BTreeMap::new(),
+        flux_helm: None,
+        helm_storage: Vec::new(),
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
@@ -366,25 +392,34 @@ async fn a_pass_that_cannot_be_safe_deletes_nothing_and_exits_2(
 
 /// A Helm release Secret as the API shows it, for a release stored before Helm compressed
 /// releases (`decodeRelease` still reads those): base64 (the API's) of Helm's base64 of the JSON.
-fn helm_secret(manifest: &str) -> Value {
+/// The release's namespace is `edge`; the Secret is stored in `storage`.
+fn helm_secret(manifest: &str, storage: &str) -> Value {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     let release = json!({"name": "sites", "namespace": "edge", "version": 3, "info": {"status": "deployed"}, "manifest": manifest});
     json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-        "metadata": {"name": "sh.helm.release.v1.sites.v3", "namespace": "edge", "labels": {"owner": "helm", "status": "deployed"}},
+        "metadata": {"name": "sh.helm.release.v1.sites.v3", "namespace": storage, "labels": {"owner": "helm", "status": "deployed"}},
         "data": {"release": b64.encode(b64.encode(release.to_string()))}})
 }
 
+fn secret_list(items: Vec<Value>) -> Answer {
+    Some((
+        200,
+        json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": items}),
+    ))
+}
+
+const FREE_MANIFEST: &str = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
+
 #[tokio::test]
 async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
-    let manifest = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
     let fake = || {
         let mut fake = every_answer();
         fake.templates.retain(|t| t["metadata"]["name"] == "free");
-        fake.helm = Some((
-            200,
-            json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": [helm_secret(manifest)]}),
-        ));
+        fake.helm = BTreeMap::from([(
+            "edge",
+            secret_list(vec![helm_secret(FREE_MANIFEST, "edge")]),
+        )]);
         fake
     };
     let (report, seen) = pass_with(fake(), false, true).await;
@@ -398,7 +433,7 @@ async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
     );
     assert_eq!(
         report.sources[2].read,
-        "1 releases read, 1 objects declared"
+        "1 releases read, 1 objects declared (Secrets read in edge)"
     );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
     // without --helm-releases no Secret is read, and the template is deleted
@@ -407,15 +442,107 @@ async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
     assert!(!seen.iter().any(|s| s.uri.contains("secrets")), "{seen:?}");
     // an unreadable release stops the pass
     let mut broken = fake();
-    broken.helm = Some((
-        200,
-        json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": [
-        {"type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.x.v1", "namespace": "edge"}, "data": {"release": "!!"}}]}),
-    ));
+    broken.helm = BTreeMap::from([(
+        "edge",
+        secret_list(vec![
+            json!({"type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.x.v1", "namespace": "edge"}, "data": {"release": "!!"}}),
+        ]),
+    )]);
     let (report, seen) = pass_with(broken, false, true).await;
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert!(report.error.unwrap_or_default().starts_with(
         "Helm release Secret edge/sh.helm.release.v1.x.v1: data.release is not base64"
     ));
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+}
+
+/// A Flux HelmRelease in `flux-system` whose release renders templates into `edge`.
+fn flux_helm_release(spec_storage: Option<&str>, status_storage: Option<&str>) -> Value {
+    let mut release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "sites", "namespace": "flux-system"},
+        "spec": {"targetNamespace": "edge"}, "status": {}});
+    if let Some(ns) = spec_storage {
+        release["spec"]["storageNamespace"] = json!(ns);
+    }
+    if let Some(ns) = status_storage {
+        release["status"]["storageNamespace"] = json!(ns);
+    }
+    json!({"kind": "HelmReleaseList", "apiVersion": "helm.toolkit.fluxcd.io/v2", "metadata": {}, "items": [release]})
+}
+
+/// Flux helm-controller stores a release in the HelmRelease's storage namespace (by default its
+/// own, flux-system), not where its templates are: collecting in `edge`, the pass also reads the
+/// Secrets there, and a namespace it must read but cannot stops it.
+#[rstest]
+#[case::default_storage_is_the_helmreleases_namespace(None, None, vec![], "flux-system", "edge, flux-system")]
+#[case::spec_storage_namespace(Some("helm-store"), None, vec![], "helm-store", "edge, helm-store")]
+#[case::status_storage_namespace(Some("new-store"), Some("old-store"), vec![], "old-store", "edge, new-store, old-store")]
+#[case::flag_without_flux(None, None, vec!["helm-cli"], "helm-cli", "edge, helm-cli")]
+#[tokio::test]
+async fn helm_releases_stored_in_another_namespace_are_read(
+    #[case] spec_storage: Option<&str>,
+    #[case] status_storage: Option<&str>,
+    #[case] flag: Vec<&str>,
+    #[case] stored_in: &'static str,
+    #[case] read_in: &'static str,
+) {
+    let with_flux = flag.is_empty();
+    let fake = || {
+        let mut fake = every_answer();
+        fake.templates.retain(|t| t["metadata"]["name"] == "free");
+        if with_flux {
+            fake.flux_helm = Some(Some((200, flux_helm_release(spec_storage, status_storage))));
+        }
+        fake.helm_storage = flag.iter().map(|s| s.to_string()).collect();
+        fake.helm = BTreeMap::from([("edge", secret_list(vec![]))]);
+        for ns in read_in.split(", ") {
+            fake.helm.entry(ns).or_insert_with(|| secret_list(vec![]));
+        }
+        fake.helm.insert(
+            stored_in,
+            secret_list(vec![helm_secret(FREE_MANIFEST, stored_in)]),
+        );
+        fake
+    };
+    let (report, seen) = pass_with(fake(), false, true).await;
+    assert_eq!(
+        verdicts(&report),
+        [(
+            "free".into(),
+            "kept".into(),
+            "still declared by Helm release edge/sites (revision 3, deployed)".into()
+        )]
+    );
+    assert_eq!(
+        report.sources[2].read,
+        format!("1 releases read, 1 objects declared (Secrets read in {read_in})")
+    );
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+    // the storage namespace unreadable: exit 2, nothing deleted
+    let mut unreadable = fake();
+    unreadable
+        .helm
+        .insert(stored_in, status(403, "Forbidden", "secrets is forbidden"));
+    let (report, seen) = pass_with(unreadable, false, true).await;
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert_eq!(
+        report.error.unwrap_or_default(),
+        format!("cannot read Helm's release Secrets in namespace {stored_in}: 403 Forbidden: secrets is forbidden. Nothing was deleted.")
+    );
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+}
+
+#[tokio::test]
+async fn flux_helmreleases_that_cannot_be_read_stop_a_helm_pass() {
+    let mut fake = every_answer();
+    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    fake.flux_helm = Some(status(403, "Forbidden", "helmreleases is forbidden"));
+    fake.helm = BTreeMap::from([("edge", secret_list(vec![]))]);
+    let (report, seen) = pass_with(fake, false, true).await;
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert_eq!(
+        report.error.unwrap_or_default(),
+        "cannot read Flux HelmReleases (installed, helm.toolkit.fluxcd.io/v2), whose storage namespaces hold their Helm release Secrets: 403 Forbidden: helmreleases is forbidden. Nothing was deleted."
+    );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }

@@ -119,6 +119,18 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
         args().iter().any(|a| a == "--helm-releases"),
         "secrets RBAC and --helm-releases go together"
     );
+    // Flux HelmReleases are read for their storage namespaces only when the job reads Helm's
+    // Secrets in listed namespaces (collector/src/pass.rs, helm_storage_namespaces)
+    let helmreleases = granted.contains_key(&(
+        "helm.toolkit.fluxcd.io".to_string(),
+        "helmreleases".to_string(),
+    ));
+    let all_namespaces = args().iter().any(|a| a == "--all-namespaces" || a == "-A");
+    assert_eq!(
+        helmreleases,
+        secrets && !all_namespaces,
+        "helmreleases RBAC goes with --helm-releases in listed namespaces"
+    );
     for verbs in granted.values() {
         for verb in ["update", "patch", "create", "deletecollection", "*"] {
             assert!(!verbs.contains(verb), "the job never needs {verb}");

@@ -88,9 +88,10 @@ pub fn flux_kustomization(object: &Value) -> Result<Vec<ObjectRef>, String> {
 }
 
 /// An Argo CD Application's `status.resources[]`: `group`, `version`, `kind`, `namespace`,
-/// `name` (argo-cd `pkg/apis/application/v1alpha1/types.go`, `ResourceStatus`). An entry with
-/// `requiresPruning: true` is "no longer in Git" (the field's doc there): Argo CD lists it while
-/// it exists, but no longer declares it.
+/// `name` (argo-cd v3.5.1 `pkg/apis/application/v1alpha1/types.go`, `ResourceStatus`, whose
+/// `RequiresPruning` is at :2248). An entry with `requiresPruning: true` is one Argo CD manages but
+/// no longer renders: `controller/state.go` sets it as `targetObj == nil && liveObj != nil &&
+/// isSelfReferencedObj` (v3.5.1). Argo CD lists it while it exists, but no longer declares it.
 pub fn argo_application(object: &Value) -> Result<Vec<ObjectRef>, String> {
     let what = format!("Argo CD Application {}", name_of(object));
     let Some(resources) = object.pointer("/status/resources") else {
@@ -118,6 +119,31 @@ pub fn argo_application(object: &Value) -> Result<Vec<ObjectRef>, String> {
             })
         })
         .collect()
+}
+
+/// The namespaces where Flux helm-controller keeps a HelmRelease's release Secrets: its
+/// `status.storageNamespace` (where the current release is stored) and its `spec.storageNamespace`,
+/// which defaults to the HelmRelease's own namespace (helm-controller v1.5.0
+/// `api/v2/helmrelease_types.go:95-101` and `:1236-1242`, `GetStorageNamespace`), usually
+/// `flux-system` rather than the namespace the templates are rendered in. Both are read: after
+/// `spec.storageNamespace` changes, the release stays where the status says until the next
+/// install.
+pub fn flux_helm_storage_namespaces(object: &Value) -> Result<Vec<String>, String> {
+    let what = format!("Flux HelmRelease {}", name_of(object));
+    let text = |pointer: &str| match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "{what}: {pointer} holds {other}, which is not a string."
+        )),
+    };
+    let own =
+        text("/metadata/namespace")?.ok_or_else(|| format!("{what} has no metadata.namespace."))?;
+    let mut out: Vec<String> = text("/status/storageNamespace")?.into_iter().collect();
+    out.push(text("/spec/storageNamespace")?.unwrap_or(own));
+    out.dedup();
+    Ok(out)
 }
 
 /// One revision of a Helm release, read from its storage Secret.
@@ -230,7 +256,8 @@ fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<ObjectRef>, S
 /// The revisions that still declare their objects: of each release, its newest revision (a
 /// `pending-upgrade` or `failed` one may already have created its new templates, and a rollback
 /// or retry returns to it) and every `deployed` one (the current release, helm
-/// `pkg/release/status.go`). Superseded revisions and uninstalled releases declare nothing.
+/// `pkg/release/status.go`, v3.17; the same statuses in Helm 4's `pkg/release/common/status.go`,
+/// v4.0.0 to v4.2.4). Superseded revisions and uninstalled releases declare nothing.
 pub fn helm_current(revisions: &[HelmRevision]) -> Vec<&HelmRevision> {
     let mut newest: BTreeMap<(&str, &str), &HelmRevision> = BTreeMap::new();
     for r in revisions {

@@ -9,7 +9,8 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::{classify, Outcome, Refused};
 use template_cleanup_core::declared::{
-    argo_application, flux_kustomization, helm_current, helm_release_secret, Declared, HelmRevision,
+    argo_application, flux_helm_storage_namespaces, flux_kustomization, helm_current,
+    helm_release_secret, Declared, HelmRevision,
 };
 use template_cleanup_core::guard::{
     check_coverage, check_policy, collectable, rule_groups, Served,
@@ -375,6 +376,32 @@ fn argo_status_resources_name_group_kind_namespace_and_name() {
     assert!(argo_application(&bad)
         .unwrap_err()
         .starts_with("Argo CD Application argocd/a: a status.resources entry has no kind or name"));
+}
+
+/// Where Flux helm-controller stores a HelmRelease's releases: `spec.storageNamespace`, defaulting
+/// to the HelmRelease's namespace, and `status.storageNamespace`, where the current release is
+/// (helm-controller v1.5.0 `api/v2/helmrelease_types.go`).
+#[rstest]
+#[case::default_own_namespace(json!({}), json!({}), Ok(vec!["flux-system"]))]
+#[case::spec(json!({"storageNamespace": "store"}), json!({}), Ok(vec!["store"]))]
+#[case::status_and_spec(json!({"storageNamespace": "new"}), json!({"storageNamespace": "old"}), Ok(vec!["old", "new"]))]
+#[case::status_same_as_default(json!({}), json!({"storageNamespace": "flux-system"}), Ok(vec!["flux-system"]))]
+#[case::not_a_string(json!({"storageNamespace": 3}), json!({}), Err("Flux HelmRelease flux-system/sites: /spec/storageNamespace holds 3, which is not a string."))]
+fn flux_helmreleases_name_their_storage_namespaces(
+    #[case] spec: Value,
+    #[case] status: Value,
+    #[case] expected: Result<Vec<&str>, &str>,
+) {
+    let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "sites", "namespace": "flux-system"}, "spec": spec, "status": status});
+    let expected = expected
+        .map(|v| v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .map_err(str::to_string);
+    assert_eq!(flux_helm_storage_namespaces(&release), expected);
+    assert_eq!(
+        flux_helm_storage_namespaces(&json!({"metadata": {"name": "x"}})).unwrap_err(),
+        "Flux HelmRelease /x has no metadata.namespace."
+    );
 }
 
 const MANIFEST: &str = "---\n# Source: sites/templates/m3mt.yaml\napiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: site-a-md-v2\nspec: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: other\n";
