@@ -41,7 +41,8 @@ const METRICS: &[(&str, &[&str])] = &[
         "apiserver_admission_webhook_fail_open_count",
         &["name", "type"],
     ),
-    // kube-state-metrics v2.20.0: internal/store/deployment.go and job.go.
+    // kube-state-metrics v2.20.0: internal/store/deployment.go, job.go and cronjob.go
+    // (descCronJobLabelsDefaultLabels).
     (
         "kube_deployment_status_replicas_available",
         &["namespace", "deployment"],
@@ -56,6 +57,14 @@ const METRICS: &[(&str, &[&str])] = &[
             "owner_name",
             "owner_is_controller",
         ],
+    ),
+    (
+        "kube_cronjob_status_last_schedule_time",
+        &["namespace", "cronjob"],
+    ),
+    (
+        "kube_cronjob_status_last_successful_time",
+        &["namespace", "cronjob"],
     ),
 ];
 
@@ -212,6 +221,9 @@ fn problems(expr: &str, names: &Names) -> Vec<String> {
                     exact(&names.webhooks, "the webhook", &mut out)
                 }
                 (_, "owner_name") => exact(&names.cronjobs, "the CronJob", &mut out),
+                (m, "cronjob") if m.starts_with("kube_cronjob_") => {
+                    exact(&names.cronjobs, "the CronJob", &mut out)
+                }
                 (_, "resource_request_operation") if !["DELETE", "CREATE"].contains(&value) => out
                     .push(format!(
                         "the policies see DELETE and CREATE only, not `{value}`"
@@ -271,7 +283,10 @@ fn the_alerts_cover_refusals_failures_the_policy_server_and_the_clean_up() {
             "policy server down",
             "kube_deployment_status_replicas_available",
         ),
-        ("clean-up Job failing", "kube_job_failed"),
+        (
+            "clean-up's latest pass failed",
+            "kube_cronjob_status_last_successful_time",
+        ),
     ] {
         assert!(
             exprs.iter().any(|e| e.contains(needle)),
@@ -312,6 +327,10 @@ fn the_alerts_cover_refusals_failures_the_policy_server_and_the_clean_up() {
     "the webhook"
 )]
 #[case::cronjob_name(r#"kube_job_owner{owner_name="template-gc"}"#, "the CronJob")]
+#[case::cronjob_label(
+    r#"kube_cronjob_status_last_successful_time{cronjob="template-gc"}"#,
+    "the CronJob"
+)]
 #[case::operation_value(
     r#"kubewarden_policy_evaluations_total{resource_request_operation="delete"}"#,
     "DELETE and CREATE"
@@ -322,4 +341,74 @@ fn the_check_refuses_wrong_selectors(#[case] expr: &str, #[case] expected: &str)
         found.iter().any(|p| p.contains(expected)),
         "{expr}: expected `{expected}` among {found:?}"
     );
+}
+
+/// The clean-up's alert fires while its latest pass failed and stops once a later pass succeeds.
+/// A failed Job object outlives later successful passes (failedJobsHistoryLimit,
+/// ttlSecondsAfterFinished), so an expression on Job failures (kube-state-metrics `kube_job_failed`,
+/// `kube_job_status_failed`) keeps firing after the clean-up has recovered; the CronJob's last
+/// successful time, compared with its last schedule, does not.
+#[test]
+fn the_clean_up_alert_follows_the_latest_pass() {
+    let rules = alert_rules();
+    let rule = rules
+        .iter()
+        .find(|r| str_at(r, "/alert", RULES) == "CapiTemplateCleanupFailing")
+        .expect("examples/prometheus-rule.yaml has CapiTemplateCleanupFailing");
+    let expr = str_at(rule, "/expr", RULES);
+    for per_job in ["kube_job_failed", "kube_job_status_failed"] {
+        assert!(
+            !expr.contains(per_job),
+            "CapiTemplateCleanupFailing reads {per_job}, which lasts as long as the failed Job object"
+        );
+    }
+    for needed in [
+        "kube_cronjob_status_last_schedule_time",
+        "kube_cronjob_status_last_successful_time",
+    ] {
+        assert!(
+            expr.contains(needed),
+            "CapiTemplateCleanupFailing must read {needed}"
+        );
+    }
+    // a Job still running is not a failure: `for` outlasts the Job's activeDeadlineSeconds
+    let deadline = yaml_documents(
+        "examples/cleanup/component/cleanup.yaml",
+        &read("examples/cleanup/component/cleanup.yaml"),
+    )
+    .into_iter()
+    .find(|d| d["kind"] == "CronJob")
+    .and_then(|c| {
+        c.pointer("/spec/jobTemplate/spec/activeDeadlineSeconds")
+            .and_then(Value::as_u64)
+    })
+    .expect("the CronJob sets activeDeadlineSeconds");
+    let wait = str_at(rule, "/for", RULES);
+    let minutes: u64 = wait
+        .strip_suffix('m')
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("CapiTemplateCleanupFailing: `for: {wait}` is not in minutes"));
+    assert!(
+        minutes * 60 > deadline,
+        "CapiTemplateCleanupFailing fires after {wait}, before a running Job's deadline of {deadline}s"
+    );
+}
+
+/// Every alert the docs name is one examples/prometheus-rule.yaml defines.
+#[test]
+fn the_docs_name_the_alerts_the_rule_defines() {
+    let defined: BTreeSet<String> = alert_rules()
+        .iter()
+        .map(|r| str_at(r, "/alert", RULES).to_string())
+        .collect();
+    let name = Regex::new(r"CapiTemplate[A-Za-z]+").expect("a regex");
+    for doc in ["docs/cleanup.md", "docs/operations.md"] {
+        for found in name.find_iter(&read(doc)) {
+            assert!(
+                defined.contains(found.as_str()),
+                "{doc} names the alert {}, which {RULES} does not define ({defined:?})",
+                found.as_str()
+            );
+        }
+    }
 }
