@@ -1,6 +1,17 @@
-//! The Cluster API MachineDeployment controller: rolling update between MachineSets (the
-//! Deployment algorithm), old MachineSets deleted once scaled to 0 (Cluster API >= 1.11), and
-//! deletion (internal/controllers/machinedeployment/machinedeployment_sync.go@v1.12.0).
+//! The Cluster API MachineDeployment controller (internal/controllers/machinedeployment/@v1.12.0):
+//! rolling update between MachineSets (machinedeployment_rollout_rollingupdate.go and
+//! machinedeployment_rollout_planner.go, the Deployment algorithm), old MachineSets deleted once
+//! the rollout is complete and they are scaled to 0 (rollingupdate.go:62-66, cleanupDeployment in
+//! machinedeployment_sync.go:321-364; >= 1.11 all of them, 1.10 all but revisionHistoryLimit:
+//! the seed draws "all" or "none"), and deletion (machinedeployment_controller.go:455-481,
+//! reconcileDelete). A missing template is tolerated (getTemplatesAndSetOwner,
+//! machinedeployment_controller.go:611-637, the same in 1.10 and 1.11) until a new MachineSet
+//! must be created: "cannot create a MachineSet when templates do not exist"
+//! (machinedeployment_rollout_planner.go:146-148; 1.10 and 1.11: machinedeployment_sync.go:
+//! 128-129), which fails the reconcile. Simplified: the rollout is complete when the MachineSets'
+//! status.replicas add up to the replicas and the current MachineSet's machines are all ready
+//! (DeploymentComplete, mdutil/util.go:650-658, reads up-to-date and available counters);
+//! generations are not modelled.
 
 use std::collections::BTreeSet;
 
@@ -35,14 +46,14 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         let did = topology_finalizer(w, backoff, &obj, &in_use)?;
         return Ok(w.delete_dependents(&obj, MD_FINALIZER, &sets) | did);
     }
-    let reader = format!("MachineDeployment {md}");
-    if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
-        return Ok(false);
-    }
     let current = sets
         .iter()
         .find(|s| s.deleting.is_none() && s.spec.templates() == [infra, bootstrap]);
     let Some(current) = current else {
+        let reader = format!("MachineDeployment {md}");
+        if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
+            return Ok(false);
+        }
         let name = w.new_machineset(md, infra, bootstrap, 0);
         w.ev(|| format!("MachineDeployment {md}: new MachineSet {name} for {infra}"));
         return Ok(true);
@@ -74,10 +85,15 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
             return Ok(true);
         }
     }
-    if w.sc.delete_old_ms {
-        let unused = olds.iter().find(|o| {
-            o.spec.replicas() == 0 && w.machines_of(Kind::MachineSet, &o.name).is_empty()
-        });
+    let status = |o: &Obj| match &o.spec {
+        Spec::MachineSet(ms) => ms.status_replicas.unwrap_or(0),
+        _ => 0,
+    };
+    let complete = current_ready == replicas && sets.iter().map(status).sum::<u32>() == replicas;
+    if w.sc.delete_old_ms && complete {
+        let unused = olds
+            .iter()
+            .find(|o| o.spec.replicas() == 0 && status(o) == 0);
         if let Some(old) = unused {
             w.mark_deleted(Kind::MachineSet, &old.name);
             let name = &old.name;
@@ -86,4 +102,66 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::world::Verdict;
+    use super::*;
+
+    /// A MachineDeployment whose templates are gone scales its old MachineSet down while its
+    /// current one exists; without one, it cannot create it and reports both templates missing.
+    #[test]
+    fn a_missing_template_stops_only_the_creation_of_a_machineset() {
+        let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
+        let mut w = World::new(1, Default::default(), &mut admit, false);
+        w.create(Obj::new(
+            Kind::Cluster,
+            CLUSTER,
+            Spec::Cluster { paused: false },
+        ));
+        let t = |kind, name: &str| Ref::new(kind, name);
+        let (infra, boot) = (
+            t(Kind::Metal3MachineTemplate, "i-2"),
+            t(Kind::KubeadmConfigTemplate, "b-2"),
+        );
+        let spec = MdSpec {
+            infra: infra.clone(),
+            bootstrap: boot.clone(),
+            replicas: 1,
+            max_surge: 1,
+            max_unavailable: 0,
+        };
+        w.create(Obj::new(
+            Kind::MachineDeployment,
+            "md",
+            Spec::MachineDeployment(spec),
+        ));
+        let old = w.new_machineset(
+            "md",
+            &t(Kind::Metal3MachineTemplate, "i-1"),
+            &t(Kind::KubeadmConfigTemplate, "b-1"),
+            1,
+        );
+        let current = w.new_machineset("md", &infra, &boot, 1);
+        let spec = Spec::Metal3Machine {
+            cleaning: None,
+            ready_at: 0,
+            intent: false,
+        };
+        let mut m = Obj::new(Kind::Metal3Machine, "m-1", spec);
+        m.controller = Some((Kind::MachineSet, current.clone()));
+        w.create(m);
+        let mut backoff = Backoff::default();
+        assert!(reconcile(&mut w, &mut backoff, "md").unwrap());
+        assert_eq!(
+            w.spec(Kind::MachineSet, &old).map(|s| s.replicas()),
+            Some(0)
+        );
+        assert_eq!(w.m.missing, 0);
+        w.write(|s| s.objects.remove(&(Kind::MachineSet, current)));
+        assert!(!reconcile(&mut w, &mut backoff, "md").unwrap());
+        assert_eq!(w.read(|s| s.names(Kind::MachineSet)), [old]);
+        assert_eq!(w.m.missing, 2);
+    }
 }
