@@ -1,8 +1,10 @@
 //! The Cluster API MachineSet controller: machines, status.replicas, deletion. status.replicas is
 //! the number of its machines, deleting ones included, and is written on every reconcile, also
 //! while the MachineSet is being deleted (internal/controllers/machineset/machineset_controller.go
-//! and machineset_controller_status.go@v1.12.0): the policy reads it to keep a node-reuse
-//! template while the MachineSet still has machines.
+//! and machineset_controller_status.go@v1.12.0), but not while the Cluster is paused (or gone):
+//! EnsurePausedCondition returns before the deferred status update is set up
+//! (machineset_controller.go:186-208). The policy reads it to keep a node-reuse template while
+//! the MachineSet still has machines.
 
 use std::collections::BTreeSet;
 
@@ -21,11 +23,11 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, ms: &str) -> Result<bool>
         return Ok(false);
     };
     let (infra, bootstrap, replicas) = (&spec.infra, &spec.bootstrap, spec.replicas);
-    let machines = w.machines_of(Kind::MachineSet, ms);
-    w.set_replicas(ms, machines.len() as u32, true);
     if w.cluster_state().0 {
         return Ok(false);
     }
+    let machines = w.machines_of(Kind::MachineSet, ms);
+    w.set_replicas(ms, machines.len() as u32, true);
     if obj.deleting.is_some() {
         // the topology deletes the templates no MachineDeployment or other MachineSet uses
         let users: BTreeSet<Ref> = w.read(|s| {
