@@ -207,6 +207,8 @@ impl Scenario {
 pub struct Metrics {
     pub decisions: u64,
     pub lost: u64,
+    /// Decisions CAPM3 >= 1.13 cannot make (no reuse): it may not read an RKE2 control plane.
+    pub no_rbac: u64,
     pub missing: u64,
     /// Reconcile errors on templates released because their Cluster is being deleted, in
     /// controllers that have not been told to delete yet (nothing scales up any more, and CAPM3
@@ -235,12 +237,12 @@ impl Metrics {
         macro_rules! add {
             ($($field:ident)*) => { $(self.$field += o.$field;)* };
         }
-        add!(decisions lost missing missing_cluster_deleting stuck leaked left refused retries);
+        add!(decisions lost no_rbac missing missing_cluster_deleting stuck leaked left refused retries);
         add!(refused_creates cleanup_failed cleanup_declared admissions mutations host_calls);
     }
 
     /// The first table's rows: label and value.
-    pub fn rows(&self) -> [(&'static str, u64); 15] {
+    pub fn rows(&self) -> [(&'static str, u64); 16] {
         let values = [
             self.lost,
             self.missing,
@@ -254,6 +256,7 @@ impl Metrics {
             self.retries,
             self.cleanup_declared,
             self.decisions,
+            self.no_rbac,
             self.mutations,
             self.admissions,
             self.host_calls,
@@ -272,7 +275,7 @@ impl Metrics {
     }
 }
 
-const ROWS: [&str; 15] = [
+const ROWS: [&str; 16] = [
     "node-reuse decisions lost (must be 0)",
     "missing-template reconcile errors (must be 0)",
     "stuck flows (must be 0)",
@@ -285,6 +288,7 @@ const ROWS: [&str; 15] = [
     "retries",
     "clean-up candidates left to the deploy tool that declares them",
     "node-reuse decisions made",
+    "decisions CAPM3 >= 1.13 cannot make: no RBAC for an RKE2 control plane",
     "Metal3Machines annotated",
     "guarded requests (evaluations, with the policy)",
     "host calls",
