@@ -1,6 +1,11 @@
-//! The Cluster API Cluster controller's deletion order: workers, then the control plane, then
-//! the Cluster (internal/controllers/cluster/cluster_controller.go@v1.12.0, reconcileDelete); and
-//! the lifecycle that starts it, an admin deleting the Cluster.
+//! The Cluster API Cluster controller's deletion, and the lifecycle that starts it, an admin
+//! deleting the Cluster. Upstream (internal/controllers/cluster/cluster_controller.go:330-492
+//! @v1.12.0, reconcileDelete) deletes the children the Cluster owns (filterOwnedDescendants,
+//! 613-672: MachineDeployments, stand-alone MachineSets and worker Machines), waits until no
+//! descendant is left, then deletes the control plane (407-445) and waits for it, then the
+//! infrastructure cluster (447-485), then drops the finalizer (490). Simplified: the simulation
+//! marks every MachineDeployment and MachineSet at once (upstream leaves a MachineDeployment's
+//! MachineSets to the MachineDeployment controller), and has no infrastructure cluster.
 
 use anyhow::Result;
 

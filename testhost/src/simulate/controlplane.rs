@@ -1,8 +1,9 @@
 //! The control-plane controllers (KubeadmControlPlane, RKE2ControlPlane): rollout, one machine at
 //! a time, and deletion. KubeadmControlPlane 1.12.0 to 1.12.5 cannot delete itself while its
-//! machine template is missing (cluster-api issue 13536); 1.12.6 tolerates it
-//! (controlplane/kubeadm/internal/filters.go@v1.12.6, PR 13558). CAPRKE2 0.25.0 has the same bug
-//! (cluster-api-provider-rke2 issue 1004, PR 1007).
+//! machine template is missing (cluster-api issue 13536); 1.12.6 tolerates a missing template
+//! while the control plane is being deleted (controlplane/kubeadm/internal/filters.go:
+//! 208-211@v1.12.6, PR 13558). CAPRKE2 0.25.0 has the same bug (cluster-api-provider-rke2 issue
+//! 1004, PR 1007).
 
 use anyhow::Result;
 
