@@ -98,21 +98,15 @@ impl Fake {
                     {"name": "metal3machinetemplates/status", "singularName": "", "namespaced": true, "kind": "Metal3MachineTemplate", "verbs": ["get"]},
                 ]}),
             )),
-            ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1") => Some((
-                200,
-                json!({"kind": "APIResourceList", "groupVersion": "kustomize.toolkit.fluxcd.io/v1", "resources": [
-                    {"name": "kustomizations", "singularName": "kustomization", "namespaced": true, "kind": "Kustomization", "verbs": ["get", "list"]},
-                ]}),
-            )),
+            ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1") => {
+                tool_resources("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+            }
             ("GET", "/apis/kustomize.toolkit.fluxcd.io/v1/kustomizations") => {
                 self.flux.clone().flatten()
             }
-            ("GET", "/apis/helm.toolkit.fluxcd.io/v2") => Some((
-                200,
-                json!({"kind": "APIResourceList", "groupVersion": "helm.toolkit.fluxcd.io/v2", "resources": [
-                    {"name": "helmreleases", "singularName": "helmrelease", "namespaced": true, "kind": "HelmRelease", "verbs": ["get", "list"]},
-                ]}),
-            )),
+            ("GET", "/apis/helm.toolkit.fluxcd.io/v2") => {
+                tool_resources("helm.toolkit.fluxcd.io/v2", "HelmRelease")
+            }
             ("GET", "/apis/helm.toolkit.fluxcd.io/v2/helmreleases") => {
                 self.flux_helm.clone().flatten()
             }
@@ -162,6 +156,17 @@ impl Fake {
             ),
         }
     }
+}
+
+/// The discovery of a deploy tool's group: its one namespaced `kind`, listed.
+fn tool_resources(group_version: &str, kind: &str) -> Answer {
+    let singular = kind.to_lowercase();
+    Some((
+        200,
+        json!({"kind": "APIResourceList", "groupVersion": group_version, "resources": [
+            {"name": format!("{singular}s"), "singularName": singular, "namespaced": true, "kind": kind, "verbs": ["get", "list"]},
+        ]}),
+    ))
 }
 
 /// Runs one pass against `fake`; returns the report and every request seen.
@@ -409,6 +414,25 @@ fn secret_list(items: Vec<Value>) -> Answer {
     ))
 }
 
+/// A pass with --helm-releases over `fake` keeps `free`, which the release `edge/sites` declares,
+/// sends no DELETE, and says it read Helm's Secrets in `read_in`.
+async fn kept_by_the_release(fake: Fake, read_in: &str) {
+    let (report, seen) = pass_with(fake, false, true).await;
+    assert_eq!(
+        verdicts(&report),
+        [(
+            "free".into(),
+            "kept".into(),
+            "still declared by Helm release edge/sites (revision 3, deployed)".into()
+        )]
+    );
+    assert_eq!(
+        report.sources[2].read,
+        format!("1 releases read, 1 objects declared (Secrets read in {read_in})")
+    );
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+}
+
 const FREE_MANIFEST: &str = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
 
 #[tokio::test]
@@ -422,20 +446,7 @@ async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
         )]);
         fake
     };
-    let (report, seen) = pass_with(fake(), false, true).await;
-    assert_eq!(
-        verdicts(&report),
-        [(
-            "free".into(),
-            "kept".into(),
-            "still declared by Helm release edge/sites (revision 3, deployed)".into()
-        )]
-    );
-    assert_eq!(
-        report.sources[2].read,
-        "1 releases read, 1 objects declared (Secrets read in edge)"
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+    kept_by_the_release(fake(), "edge").await;
     // without --helm-releases no Secret is read, and the template is deleted
     let (report, seen) = pass_with(fake(), false, false).await;
     assert_eq!(verdicts(&report)[0].1, "deleted");
@@ -504,20 +515,7 @@ async fn helm_releases_stored_in_another_namespace_are_read(
         );
         fake
     };
-    let (report, seen) = pass_with(fake(), false, true).await;
-    assert_eq!(
-        verdicts(&report),
-        [(
-            "free".into(),
-            "kept".into(),
-            "still declared by Helm release edge/sites (revision 3, deployed)".into()
-        )]
-    );
-    assert_eq!(
-        report.sources[2].read,
-        format!("1 releases read, 1 objects declared (Secrets read in {read_in})")
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
+    kept_by_the_release(fake(), read_in).await;
     // the storage namespace unreadable: exit 2, nothing deleted
     let mut unreadable = fake();
     unreadable
