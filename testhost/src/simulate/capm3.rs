@@ -4,7 +4,7 @@
 //! plane's current infrastructureRef (same file @v1.13.0, PR 3168). A template not found means no
 //! reuse; no decision at all while the Cluster is being deleted.
 //!
-//! >= 1.13 reads a control plane through an unstructured get of the machine's owner
+//! From 1.13 it reads a control plane through an unstructured get of the machine's owner
 //! (getMetal3MachineTemplate, metal3machine_manager.go:2048-2122@v1.13.2), but CAPM3's ClusterRole
 //! grants only `kubeadmcontrolplanes` in controlplane.cluster.x-k8s.io (config/rbac/role.yaml:
 //! 106-113@v1.13.0, v1.13.2 and v1.14.0-rc.0): an RKE2ControlPlane's get is forbidden, the error
@@ -90,6 +90,7 @@ fn delete_one(w: &mut World) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sim::testing::world;
     use super::super::world::Verdict;
     use super::*;
 
@@ -98,13 +99,8 @@ mod tests {
     /// Metal3Machines being deleted, cloned from that template: (decisions, lost, no RBAC).
     fn decide(v1_13: bool, cp: Kind, template_exists: bool) -> (u64, u64, u64) {
         let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
-        let mut w = World::new(1, Default::default(), &mut admit, false);
+        let mut w = world(&mut admit);
         w.sc.installed.metal3_v1beta2 = v1_13;
-        w.create(Obj::new(
-            Kind::Cluster,
-            CLUSTER,
-            Spec::Cluster { paused: false },
-        ));
         let template = Ref::new(Kind::Metal3MachineTemplate, "t-1");
         if template_exists {
             let spec = Spec::Template {
@@ -144,7 +140,7 @@ mod tests {
         assert_eq!(decide(false, kcp, false), (1, 1, 0));
     }
 
-    /// >= 1.13 reads the control plane's template, but may not read an RKE2 control plane: no
+    /// From 1.13 it reads the control plane's template, but may not read an RKE2 control plane: no
     /// reuse, counted apart from the lost decisions.
     #[test]
     fn from_1_13_an_rke2_control_plane_is_forbidden() {

@@ -106,6 +106,7 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
 
 #[cfg(test)]
 mod tests {
+    use super::super::sim::testing::world;
     use super::super::world::Verdict;
     use super::*;
 
@@ -114,12 +115,7 @@ mod tests {
     #[test]
     fn a_missing_template_stops_only_the_creation_of_a_machineset() {
         let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
-        let mut w = World::new(1, Default::default(), &mut admit, false);
-        w.create(Obj::new(
-            Kind::Cluster,
-            CLUSTER,
-            Spec::Cluster { paused: false },
-        ));
+        let mut w = world(&mut admit);
         let t = |kind, name: &str| Ref::new(kind, name);
         let (infra, boot) = (
             t(Kind::Metal3MachineTemplate, "i-2"),

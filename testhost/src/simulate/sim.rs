@@ -112,6 +112,7 @@ pub(super) mod testing {
 
     use serde_json::Value;
 
+    use super::super::objects::{Obj, Spec, CLUSTER};
     use super::super::rng::Rng;
     use super::super::world::Verdict;
     use super::*;
@@ -131,6 +132,14 @@ pub(super) mod testing {
         };
         let (_, metrics, trace) = super::run(seed, Arc::default(), &mut admit, true).unwrap();
         (metrics, trace)
+    }
+
+    /// A World of seed 1 that holds only a live Cluster.
+    pub fn world(admit: Admit<'_>) -> World<'_> {
+        let mut w = World::new(1, Arc::default(), admit, false);
+        let cluster = Spec::Cluster { paused: false };
+        w.create(Obj::new(Kind::Cluster, CLUSTER, cluster));
+        w
     }
 
     pub fn scenario(seed: u64) -> Scenario {
