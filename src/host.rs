@@ -79,9 +79,10 @@ pub fn log_info(message: &str) {
 /// exist is never read from these texts: the CRDs say it (`lookups.rs`).
 ///
 /// Both denials begin "Policy has not been granted access to": the `contextAwareResources` one
-/// goes on with "Kubernetes <apiVersion>/<Kind> resources", Kubewarden 1.36's host-capability one
-/// with "the '<namespace>/<operation>' host capability" (policy-evaluator `src/runtimes/
-/// callback.rs`, `host_capability_denied` and the `kubernetes` arms of `host_callback`).
+/// goes on with "Kubernetes <apiVersion>/<Kind> resources", the host-capability one (Kubewarden
+/// 1.35.0 and later) with "the '<namespace>/<operation>' host capability" (policy-evaluator
+/// `crates/policy-evaluator/src/runtimes/callback.rs:44`@v1.36.0-beta.1, `host_capability_denied`
+/// and the `kubernetes` arms of `host_callback`).
 pub fn classify(text: &str) -> Failure {
     if text.contains("has not been granted access to the '") && text.contains("host capability") {
         Failure::CapabilityDenied
@@ -299,11 +300,13 @@ mod tests {
     )]
     #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
     #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
-    // Kubewarden 1.36: policy-evaluator src/runtimes/callback.rs `host_capability_denied`. It
-    // begins like the contextAwareResources denial and is classified apart.
+    // Kubewarden 1.35.0 and later: policy-evaluator `crates/policy-evaluator/src/runtimes/
+    // callback.rs:44`@v1.36.0-beta.1. It begins like the contextAwareResources denial and is
+    // classified apart.
     #[case::capability_not_granted("Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.", Failure::CapabilityDenied)]
     #[case::capability_not_granted_on_get("Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.", Failure::CapabilityDenied)]
-    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"host.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None })", Failure::Other)]
+    // the anyhow Debug of a kube 3.1 `Error::Api` (kube-client 3.1.0 error.rs: "ApiError: {0} ({0:?})")
+    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, message: \"clusters.cluster.x-k8s.io \\\"edge-a\\\" is forbidden: User \\\"system:serviceaccount:kubewarden:policy-server-default\\\" cannot get resource \\\"clusters\\\" in API group \\\"cluster.x-k8s.io\\\" in the namespace \\\"edge-sites\\\"\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"Forbidden\", details: Some(StatusDetails { name: \"edge-a\", group: \"cluster.x-k8s.io\", kind: \"clusters\", uid: \"\", causes: [], retry_after_seconds: 0 }) })\n\nCaused by:\n    clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden", Failure::Other)]
     #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
     #[case::with_backtrace(
         "Callback evaluation failure: Cannot find a/v1/K named 'n' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: ...",

@@ -337,8 +337,10 @@ impl Lookups for HostLookups<'_> {
     }
 
     /// A cached read is enough: a Cluster deleted a moment ago only delays the garbage collector,
-    /// which retries denied deletions. The masks are the Cluster referrer's, so that both reads
-    /// share one cache in the policy server. Asked only when the template has Cluster owners:
+    /// which retries denied deletions. The policy server caches gets by apiVersion, kind, name
+    /// and namespace for 5 s and prunes to the masks after its cache (policy-evaluator
+    /// `callback_handler.rs`@v1.36.0-beta.1), so these masks (the Cluster referrer's) cost no
+    /// second read. Asked only when the template has Cluster owners:
     /// then a missing Cluster CRD fails closed, since every owner would read as gone.
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
         let kind = catalogue::cluster_kind();

@@ -247,7 +247,7 @@ mod tests {
             .unwrap()
             .leftovers()
             .is_empty());
-        // kwctl 1.31 wrote no field_masks: absent means none
+        // kwctl 1.32 and older wrote no field_masks: absent means none
         let old = "- request: \"!KubernetesListResourceNamespace\\napi_version: v1\\nkind: Pod\\nnamespace: a\\nlabel_selector: null\\nfield_selector: null\\n\"\n  response:\n    type: Success\n    payload: '{}'\n";
         let replayer = Replayer::from_yaml_str(old, "old.yml").unwrap();
         assert!(matches!(
