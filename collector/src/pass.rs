@@ -13,7 +13,8 @@ use template_cleanup_core::declared::{
     helm_release_secret, Declared,
 };
 use template_cleanup_core::guard::{
-    check_coverage, check_policy, collectable, rule_groups, Served,
+    check_coverage, check_policy, check_webhook, collectable, rule_groups,
+    webhook_configuration_name, Served,
 };
 use template_cleanup_core::select::{candidate, Skip, Template};
 use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
@@ -97,6 +98,17 @@ fn cluster_admission_policy() -> ApiResource {
     }
 }
 
+/// The kind of the guard's webhook configuration, which kubewarden-controller writes.
+fn validating_webhook_configuration() -> ApiResource {
+    ApiResource {
+        group: "admissionregistration.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        kind: "ValidatingWebhookConfiguration".into(),
+        plural: "validatingwebhookconfigurations".into(),
+    }
+}
+
 /// One pass at time `now` (seconds since the epoch).
 pub async fn run(cluster: &Cluster, options: &Options, now: i64) -> Report {
     let mut report = Report {
@@ -142,6 +154,17 @@ async fn prepare(
             )
         })?;
     let guard = check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
+    // the namespaces the guard's webhook never sees, from the webhook itself
+    let configuration = webhook_configuration_name(&o.guard);
+    let webhook = cluster
+        .get_cluster_object(&validating_webhook_configuration(), &configuration)
+        .await
+        .map_err(|e| {
+            format!(
+                "pre-flight check `the guard's webhook is installed` failed: cannot read the ValidatingWebhookConfiguration {configuration}: {e}. Nothing was deleted."
+            )
+        })?;
+    let unseen = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
     for warning in &guard.warnings {
         eprintln!("template-cleanup: warning: {warning}");
     }
@@ -189,9 +212,16 @@ async fn prepare(
             verdict: "",
             detail: None,
         };
-        match candidate(&template, now, o.min_age, &declared) {
+        let verdict = match candidate(&template, now, o.min_age, &declared) {
+            Err(Skip::NotMarked) => continue,
+            _ if unseen.contains(&template.namespace) => Err(Skip::Unjudged {
+                namespace: template.namespace.clone(),
+                guard: o.guard.clone(),
+            }),
+            other => other,
+        };
+        match verdict {
             Ok(()) => candidates.push((template, line)),
-            Err(Skip::NotMarked) => {}
             Err(skip) => report.outcome(line, Outcome::Kept(format!("kept: {skip}"))),
         }
     }

@@ -18,6 +18,7 @@ use crate::report::{Report, CANNOT_RUN, FAILED, OK};
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
 const GUARD_PATH: &str =
     "/apis/policies.kubewarden.io/v1/clusteradmissionpolicies/capi-template-guard";
+const WEBHOOK_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/clusterwide-capi-template-guard";
 const M3MT_PATH: &str =
     "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/edge/metal3machinetemplates";
 const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: ";
@@ -47,6 +48,26 @@ fn policy() -> Value {
     serde_json::from_str(include_str!("../core/tests/guard.json")).unwrap()
 }
 
+/// The guard's ValidatingWebhookConfiguration as kubewarden-controller v1.36.0-beta.1 writes it
+/// (`internal/controller/policy_subreconciler_webhook.go:50-75`), with `selector` as the
+/// webhook's namespaceSelector (`null`: none).
+fn webhook(selector: Value) -> Answer {
+    Some((
+        200,
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "clusterwide-capi-template-guard"},
+            "webhooks": [{"name": "clusterwide-capi-template-guard.kubewarden.admission",
+                "rules": policy()["spec"]["rules"], "failurePolicy": "Fail", "namespaceSelector": selector,
+                "objectSelector": {}, "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+    ))
+}
+
+/// The namespaceSelector kubewarden-controller gives a ClusterAdmissionPolicy's webhook
+/// (`namespaceSelector`, lines 193-219) when the controller runs in `namespaces`.
+fn outside(namespaces: &[&str]) -> Value {
+    json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": namespaces}]})
+}
+
 fn template(name: &str, created: &str) -> Value {
     json!({
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate",
@@ -60,6 +81,8 @@ fn template(name: &str, created: &str) -> Value {
 /// Flux, and an answer per DELETE by name.
 struct Fake {
     policy: Answer,
+    /// The guard's ValidatingWebhookConfiguration.
+    webhook: Answer,
     templates: Vec<Value>,
     flux: Option<Answer>,
     /// The answer to the list of Helm's release Secrets, by namespace (`--helm-releases`); a
@@ -76,6 +99,7 @@ impl Fake {
     fn answer(&self, method: &str, path: &str, query: &str) -> Answer {
         match (method, path) {
             ("GET", GUARD_PATH) => self.policy.clone(),
+            ("GET", WEBHOOK_PATH) => self.webhook.clone(),
             ("GET", "/apis") => {
                 let mut groups = vec![
                     json!({"name": INFRA, "versions": [{"groupVersion": format!("{INFRA}/v1beta1"), "version": "v1beta1"}], "preferredVersion": {"groupVersion": format!("{INFRA}/v1beta1"), "version": "v1beta1"}}),
@@ -241,6 +265,7 @@ fn every_answer() -> Fake {
     let old = "2026-01-01T00:00:00Z";
     Fake {
         policy: Some((200, policy())),
+        webhook: webhook(outside(&["kubewarden"])),
         templates: ["broken", "forbidden", "free", "gone", "in-use", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
         flux: None,
         helm: BTreeMap::new(),
@@ -387,12 +412,94 @@ async fn a_pass_that_cannot_be_safe_deletes_nothing_and_exits_2(
         flux,
         ..every_answer()
     };
+    refused_before_any_delete(fake, error).await;
+}
+
+/// A pass over `fake` fails with a message starting with `error`, exits 2 and sends no DELETE.
+async fn refused_before_any_delete(fake: Fake, error: &str) {
     let (report, seen) = pass(fake, false).await;
     let text = report.error.clone().unwrap_or_default();
     assert!(text.starts_with(error), "{text}");
     assert!(text.ends_with("Nothing was deleted."), "{text}");
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
+}
+
+/// The guard's webhook is read before any DELETE: missing, unreadable, or with a
+/// namespaceSelector term the clean-up cannot evaluate, the pass deletes nothing and exits 2.
+#[rstest]
+#[case::webhook_missing(
+    status(404, "NotFound", "validatingwebhookconfigurations.admissionregistration.k8s.io \"clusterwide-capi-template-guard\" not found"),
+    "pre-flight check `the guard's webhook is installed` failed: the ValidatingWebhookConfiguration clusterwide-capi-template-guard does not exist"
+)]
+#[case::webhook_unreadable(
+    status(403, "Forbidden", "cannot get"),
+    "pre-flight check `the guard's webhook is installed` failed: cannot read the ValidatingWebhookConfiguration clusterwide-capi-template-guard: 403 Forbidden: cannot get"
+)]
+#[case::without_the_guards_webhook(
+    Some((200, json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "clusterwide-capi-template-guard"}, "webhooks": []}))),
+    "pre-flight check `the guard's webhook is installed` failed: the ValidatingWebhookConfiguration clusterwide-capi-template-guard has no webhook clusterwide-capi-template-guard.kubewarden.admission"
+)]
+#[case::another_expression(
+    webhook(json!({"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kubewarden"]},
+        {"key": "team", "operator": "In", "values": ["edge"]}]})),
+    "pre-flight check `the guard sees every template` failed: the webhook clusterwide-capi-template-guard.kubewarden.admission has a namespaceSelector term {"
+)]
+#[case::in_on_the_name(
+    webhook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]})),
+    "pre-flight check `the guard sees every template` failed"
+)]
+#[case::match_labels(
+    webhook(json!({"matchLabels": {"team": "edge"}})),
+    "pre-flight check `the guard sees every template` failed: the webhook clusterwide-capi-template-guard.kubewarden.admission has a namespaceSelector with matchLabels"
+)]
+#[tokio::test]
+async fn a_guard_whose_webhook_cannot_be_trusted_deletes_nothing(
+    #[case] webhook: Answer,
+    #[case] error: &str,
+) {
+    let fake = Fake {
+        webhook,
+        ..every_answer()
+    };
+    refused_before_any_delete(fake, error).await;
+}
+
+/// A template in a namespace the guard's webhook leaves out (Kubewarden's own, `kubewarden` or
+/// `cattle-kubewarden-system`) is kept with a sentence saying what to do, and gets no DELETE; in
+/// any other namespace, or with no selector (the policy allows the controller's namespace), it is
+/// deleted as before.
+#[rstest]
+#[case::kubewarden_elsewhere(outside(&["kubewarden"]), "deleted", "")]
+#[case::rancher_elsewhere(outside(&["cattle-kubewarden-system"]), "deleted", "")]
+#[case::no_selector(Value::Null, "deleted", "")]
+#[case::empty_selector(json!({}), "deleted", "")]
+#[case::controller_in_edge(outside(&["edge"]), "kept", "the guard's webhook leaves namespace edge out (its namespaceSelector; Kubewarden leaves its own namespace out unless the policy allows it), so the guard would never judge this DELETE. Set spec.allowInsideAdmissionControllerNamespace: true on the ClusterAdmissionPolicy capi-template-guard, or move the template to another namespace.")]
+#[case::two_expressions_one_for_edge(json!({"matchExpressions": [
+    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kubewarden"]},
+    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["edge"]}]}), "kept", "the guard's webhook leaves namespace edge out")]
+#[tokio::test]
+async fn a_template_the_guards_webhook_never_sees_is_kept(
+    #[case] selector: Value,
+    #[case] verdict: &str,
+    #[case] detail: &str,
+) {
+    let mut fake = every_answer();
+    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    fake.webhook = webhook(selector);
+    let (report, seen) = pass(fake, false).await;
+    let v = verdicts(&report);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(
+        (v[0].0.as_str(), v[0].1.as_str()),
+        ("free", verdict),
+        "{v:?}"
+    );
+    assert!(v[0].2.starts_with(detail), "{v:?}");
+    let deletes = seen.iter().filter(|s| s.method == "DELETE").count();
+    assert_eq!(deletes, usize::from(verdict == "deleted"), "{seen:?}");
+    assert_eq!(report.exit_code(), OK);
 }
 
 /// A Helm release Secret as the API shows it, for a release stored before Helm compressed

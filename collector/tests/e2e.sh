@@ -16,7 +16,10 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/d
 trap 'stop; rm -rf "$T"' EXIT
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
-# state.yaml: the guard (edited by $1, a Python statement on `guard`, or "missing"), a Cluster, a
+# state.yaml: the guard (edited by $1, a Python statement on `guard` and `hook`, or "missing"), its
+# ValidatingWebhookConfiguration as kubewarden-controller v1.36.0-beta.1 writes it
+# (internal/controller/policy_subreconciler_webhook.go: the controller's namespace, here
+# `kubewarden`, left out by its namespaceSelector; "del docs[1]" removes it), a Cluster, a
 # MachineDeployment using template in-use, and three labelled templates: in-use and free (created
 # in 2020), young (created now).
 state() {
@@ -26,9 +29,19 @@ edit = sys.argv[1]
 docs = []
 guard = yaml.safe_load(open("examples/cluster-admission-policy-guard.yaml"))
 guard["status"] = {"mode": "protect", "policyStatus": "active"}
-if edit != "missing":
+name = "clusterwide-" + guard["metadata"]["name"]
+hook = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": name + ".kubewarden.admission", "rules": guard["spec"]["rules"],
+                      "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                      "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                                                                  "operator": "NotIn", "values": ["kubewarden"]}]}}]}
+docs.append(guard)
+docs.append(hook)
+if edit == "missing":
+    docs = [hook]
+else:
     exec(edit)
-    docs.append(guard)
 docs.append({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
              "metadata": {"name": "edge-a", "namespace": "edge"}, "spec": {}})
 docs.append({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
@@ -102,10 +115,23 @@ check "the free template is deleted" is "$(template_status free)" 404
 check "the template in use is kept" is "$(template_status in-use)" 200
 stop
 
+# Kubewarden's controller running in `edge`: its webhook never sees the templates there, so the
+# pass keeps them all, sends no DELETE, and says what to do.
+state "hook['webhooks'][0]['namespaceSelector']['matchExpressions'][0]['values'] = ['edge']"
+start
+run
+check "templates the webhook never sees: exit 0" is "$CODE" 0
+check "templates the webhook never sees are kept, with what to do" has "$(grep edge/free <<<"$OUT")" "Set spec.allowInsideAdmissionControllerNamespace: true on the ClusterAdmissionPolicy capi-template-guard"
+check "templates the webhook never sees: no DELETE sent" is "$(grep -c ' DELETE ' "$T/api.log" || true)" 0
+check "templates the webhook never sees: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
+stop
+
 for case in "monitor|guard['spec']['mode'] = 'monitor'|spec.mode is protect" \
             "failurePolicy Ignore|guard['spec']['failurePolicy'] = 'Ignore'|failurePolicy is Fail" \
             "a missing guard|missing|guard exists" \
-            "a scheduled guard|guard['status']['policyStatus'] = 'scheduled'|status.policyStatus is active"; do
+            "a scheduled guard|guard['status']['policyStatus'] = 'scheduled'|status.policyStatus is active" \
+            "no webhook|del docs[1]|the guard's webhook is installed" \
+            "a webhook selecting by team|hook['webhooks'][0]['namespaceSelector']['matchExpressions'].append({'key': 'team', 'operator': 'In', 'values': ['edge']})|the guard sees every template"; do
   IFS='|' read -r what edit name <<<"$case"
   state "$edit"
   start

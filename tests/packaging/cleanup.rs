@@ -90,15 +90,33 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
         .iter()
         .find_map(|a| a.strip_prefix("--guard=").map(str::to_string))
         .unwrap_or_else(|| "capi-template-guard".to_string());
-    let reads_guard = seq_at(&role, "/rules", COMPONENT).iter().any(|r| {
-        r["apiGroups"] == serde_json::json!(["policies.kubewarden.io"])
-            && r["resources"] == serde_json::json!(["clusteradmissionpolicies"])
-            && r["resourceNames"] == serde_json::json!([guard_name])
-            && r["verbs"] == serde_json::json!(["get"])
-    });
+    let gets = |group: &str, resource: &str, name: &str| {
+        seq_at(&role, "/rules", COMPONENT).iter().any(|r| {
+            r["apiGroups"] == serde_json::json!([group])
+                && r["resources"] == serde_json::json!([resource])
+                && r["resourceNames"] == serde_json::json!([name])
+                && r["verbs"] == serde_json::json!(["get"])
+        })
+    };
     assert!(
-        reads_guard,
+        gets(
+            "policies.kubewarden.io",
+            "clusteradmissionpolicies",
+            &guard_name
+        ),
         "the ClusterRole must let the job get the guard {guard_name}"
+    );
+    // the pre-flight reads the guard's ValidatingWebhookConfiguration, which kubewarden-controller
+    // v1.36.0-beta.1 names clusterwide-<policy> (api/policies/v1/clusteradmissionpolicy_types.go,
+    // GetUniqueName)
+    let webhook = format!("clusterwide-{guard_name}");
+    assert!(
+        gets(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            &webhook
+        ),
+        "the ClusterRole must let the job get the guard's webhook configuration {webhook}"
     );
     let granted = granted();
     for tool in [

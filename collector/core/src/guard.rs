@@ -1,6 +1,7 @@
 //! The pre-flight: the clean-up is only safe because the guard refuses the DELETE of a template
-//! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy and deletes nothing
-//! unless the guard is certain to judge every DELETE it sends. The fields and their defaults are
+//! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy and the webhook
+//! configuration Kubewarden made of it, and deletes nothing unless the guard is certain to judge
+//! every DELETE it sends. The fields and their defaults are
 //! Kubewarden's (kubewarden-controller `api/policies/v1/policy_types.go`, `PolicySpec`, and
 //! `api/policies/v1/policy.go`, `PolicyStatusEnum`, at commit 04bff54a of the 1.3x line).
 
@@ -32,7 +33,8 @@ fn refuse(check: &'static str, message: String) -> Refusal {
 /// One admission rule of the guard (`admissionregistration.k8s.io/v1` `RuleWithOperations`:
 /// kubewarden-controller v1.36.0-beta.1 `api/policies/v1/policy_types.go:67` declares
 /// `spec.rules` as such, and `internal/controller/policy_subreconciler_webhook.go:66` copies them
-/// into the webhook unchanged).
+/// into the webhook unchanged; not so the namespaceSelector, which [`check_webhook`] reads from
+/// the webhook itself).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rule {
     pub api_groups: Vec<String>,
@@ -214,6 +216,86 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Guard, Refusal
         }
     }
     Ok(Guard { rules, warnings })
+}
+
+/// The name kubewarden-controller gives a ClusterAdmissionPolicy's ValidatingWebhookConfiguration
+/// (v1.36.0-beta.1 `api/policies/v1/clusteradmissionpolicy_types.go:215`, `GetUniqueName`, used
+/// as the name at `internal/controller/policy_subreconciler_webhook.go:50`).
+pub fn webhook_configuration_name(guard: &str) -> String {
+    format!("clusterwide-{guard}")
+}
+
+/// The label kube-apiserver puts on every Namespace, holding its name (k8s.io/api
+/// `core/v1/well_known_labels.go`, `LabelMetadataName`).
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The checks on the guard's ValidatingWebhookConfiguration (`None`: the API server said 404);
+/// returns the namespaces its webhook never sees. kubewarden-controller v1.36.0-beta.1 builds the
+/// webhook `clusterwide-<guard>.kubewarden.admission`
+/// (`internal/controller/policy_subreconciler_webhook.go:59-75`) with a namespaceSelector of its
+/// own (`namespaceSelector`, lines 193-219): unless the policy sets
+/// `spec.allowInsideAdmissionControllerNamespace` (`api/policies/v1/clusteradmissionpolicy_types.go:101`), it is `kubernetes.io/metadata.name NotIn
+/// [<the controller's namespace>]` followed by the policy's own expressions. A template in such a
+/// namespace is never judged by the guard. Such expressions are understood; any other term of the
+/// selector fails the check, as a policy's own selector does.
+pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Vec<String>, Refusal> {
+    let configuration = webhook_configuration_name(name);
+    let installed = "the guard's webhook is installed";
+    let Some(webhook) = webhook else {
+        return Err(refuse(
+            installed,
+            format!("the ValidatingWebhookConfiguration {configuration} does not exist, so no DELETE would be judged by the guard {name}."),
+        ));
+    };
+    let entry = format!("{configuration}.kubewarden.admission");
+    let Some(hook) = webhook
+        .pointer("/webhooks")
+        .and_then(Value::as_array)
+        .and_then(|hooks| hooks.iter().find(|h| text(h, "/name") == Some(&entry)))
+    else {
+        return Err(refuse(
+            installed,
+            format!("the ValidatingWebhookConfiguration {configuration} has no webhook {entry}, so no DELETE would be judged by the guard {name}."),
+        ));
+    };
+    let sees_every = "the guard sees every template";
+    let other = |what: String| {
+        refuse(
+            sees_every,
+            format!("the webhook {entry} has a namespaceSelector {what}: a template in a namespace it does not select would be deleted unchecked."),
+        )
+    };
+    let selector = hook.get("namespaceSelector").filter(|s| !s.is_null());
+    match selector.and_then(|s| s.get("matchLabels")) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(labels)) if labels.is_empty() => {}
+        Some(labels) => return Err(other(format!("with matchLabels {labels}"))),
+    }
+    let mut unseen = Vec::new();
+    let expressions = selector.and_then(|s| s.get("matchExpressions"));
+    let expressions = match expressions {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(list)) => list.as_slice(),
+        Some(other_value) => {
+            return Err(other(format!("whose matchExpressions are {other_value}")))
+        }
+    };
+    for expression in expressions {
+        let values = expression.get("values").and_then(Value::as_array);
+        let names: Option<Vec<String>> =
+            values.and_then(|v| v.iter().map(|n| n.as_str().map(str::to_string)).collect());
+        match (
+            text(expression, "/key"),
+            text(expression, "/operator"),
+            names,
+        ) {
+            (Some(NAMESPACE_NAME_LABEL), Some("NotIn"), Some(names)) => unseen.extend(names),
+            _ => return Err(other(format!("term {expression}"))),
+        }
+    }
+    unseen.sort();
+    unseen.dedup();
+    Ok(unseen)
 }
 
 /// The last check: the guard's rules send the DELETE of every kind the pass would delete.

@@ -53,6 +53,9 @@ pub enum Skip {
     TooYoung,
     /// A deploy tool still declares it.
     Declared { by: String },
+    /// In a namespace the guard's webhook does not select (see `guard::check_webhook`): the
+    /// guard would never judge its DELETE.
+    Unjudged { namespace: String, guard: String },
 }
 
 impl std::fmt::Display for Skip {
@@ -62,6 +65,14 @@ impl std::fmt::Display for Skip {
             Skip::BeingDeleted => write!(f, "already being deleted"),
             Skip::TooYoung => write!(f, "younger than --min-age"),
             Skip::Declared { by } => write!(f, "still declared by {by}"),
+            Skip::Unjudged { namespace, guard } => write!(
+                f,
+                "the guard's webhook leaves namespace {namespace} out (its namespaceSelector; \
+                 Kubewarden leaves its own namespace out unless the policy allows it), so the \
+                 guard would never judge this DELETE. Set \
+                 spec.allowInsideAdmissionControllerNamespace: true on the \
+                 ClusterAdmissionPolicy {guard}, or move the template to another namespace."
+            ),
         }
     }
 }

@@ -13,7 +13,7 @@ use template_cleanup_core::declared::{
     helm_release_secret, Declared, HelmRevision,
 };
 use template_cleanup_core::guard::{
-    check_coverage, check_policy, collectable, rule_groups, Served,
+    check_coverage, check_policy, check_webhook, collectable, rule_groups, Served,
 };
 use template_cleanup_core::select::{candidate, Skip, Template};
 use template_cleanup_core::{Kind, ObjectRef};
@@ -100,6 +100,58 @@ fn pre_flight(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
                 text.starts_with(&format!("pre-flight check `{check}` failed: ")),
                 "{text}"
             );
+            assert!(text.ends_with(". Nothing was deleted."), "{text}");
+        }
+        (expected, got) => panic!("expected {expected:?}, got {got:?}"),
+    }
+}
+
+/// The guard's webhook configuration with `hooks` as its webhooks.
+fn configuration(hooks: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "clusterwide-g"}, "webhooks": hooks})
+}
+
+/// The guard's webhook with `selector` as its namespaceSelector.
+fn hook(selector: Value) -> Value {
+    configuration(
+        json!([{"name": "clusterwide-g.kubewarden.admission", "namespaceSelector": selector}]),
+    )
+}
+
+fn not_in(values: Value) -> Value {
+    json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": values})
+}
+
+/// kubewarden-controller v1.36.0-beta.1 `internal/controller/policy_subreconciler_webhook.go`,
+/// `namespaceSelector`: its own `NotIn [<its namespace>]`, then the policy's expressions; none at
+/// all with allowInsideAdmissionControllerNamespace and no selector on the policy.
+#[rstest]
+#[case::kubewarden(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"]))]}))), Ok(vec!["kubewarden"]))]
+#[case::rancher(Some(hook(json!({"matchExpressions": [not_in(json!(["cattle-kubewarden-system"]))]}))), Ok(vec!["cattle-kubewarden-system"]))]
+#[case::two_sorted_once(Some(hook(json!({"matchExpressions": [not_in(json!(["b", "a"])), not_in(json!(["a"]))]}))), Ok(vec!["a", "b"]))]
+#[case::allowed_inside(Some(hook(Value::Null)), Ok(vec![]))]
+#[case::no_selector_field(Some(configuration(json!([{"name": "clusterwide-g.kubewarden.admission"}]))), Ok(vec![]))]
+#[case::empty_parts(Some(hook(json!({"matchLabels": {}, "matchExpressions": []}))), Ok(vec![]))]
+#[case::missing(None, Err("the guard's webhook is installed"))]
+#[case::no_webhooks(
+    Some(configuration(Value::Null)),
+    Err("the guard's webhook is installed")
+)]
+#[case::another_policys_webhook(Some(configuration(json!([{"name": "clusterwide-h.kubewarden.admission"}]))), Err("the guard's webhook is installed"))]
+#[case::another_key(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"])), {"key": "team", "operator": "NotIn", "values": ["x"]}]}))), Err("the guard sees every template"))]
+#[case::in_operator(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]}))), Err("the guard sees every template"))]
+#[case::exists(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}))), Err("the guard sees every template"))]
+#[case::values_not_strings(Some(hook(json!({"matchExpressions": [not_in(json!([1]))]}))), Err("the guard sees every template"))]
+#[case::expressions_not_a_list(Some(hook(json!({"matchExpressions": "x"}))), Err("the guard sees every template"))]
+#[case::match_labels(Some(hook(json!({"matchLabels": {"kubernetes.io/metadata.name": "edge"}}))), Err("the guard sees every template"))]
+fn the_guards_webhook(#[case] webhook: Option<Value>, #[case] expected: Result<Vec<&str>, &str>) {
+    match (expected, check_webhook("g", webhook.as_ref())) {
+        (Ok(unseen), Ok(got)) => assert_eq!(got, unseen),
+        (Err(check), Err(refusal)) => {
+            assert_eq!(refusal.check, check);
+            let text = refusal.to_string();
+            assert!(text.contains("clusterwide-g"), "{text}");
             assert!(text.ends_with(". Nothing was deleted."), "{text}");
         }
         (expected, got) => panic!("expected {expected:?}, got {got:?}"),
