@@ -1,9 +1,9 @@
 //! The pre-flight: the clean-up is only safe because the guard refuses the DELETE of a template
 //! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy and the webhook
 //! configuration Kubewarden made of it, and deletes nothing unless the guard is certain to judge
-//! every DELETE it sends. The fields and their defaults are
-//! Kubewarden's (kubewarden-controller `api/policies/v1/policy_types.go`, `PolicySpec`, and
-//! `api/policies/v1/policy.go`, `PolicyStatusEnum`, at commit 04bff54a of the 1.3x line).
+//! every DELETE it sends. The fields and their defaults are Kubewarden's (kubewarden-controller
+//! `api/policies/v1/policy_types.go`, `PolicySpec`, and `api/policies/v1/policy.go`,
+//! `PolicyStatusEnum`, at v1.36.0-beta.1, as at 04bff54a, first released in v1.26.0).
 
 use serde_json::Value;
 
@@ -131,7 +131,7 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Guard, Refusal
     if policy_status != "active" {
         return Err(refuse(
             "status.policyStatus is active",
-            format!("the ClusterAdmissionPolicy {name} has status.policyStatus {policy_status:?}, not \"active\": its webhook may not be in place (Kubewarden leaves the policies of a deleted PolicyServer \"scheduled\", without webhooks)."),
+            format!("the ClusterAdmissionPolicy {name} has status.policyStatus {policy_status:?}, not \"active\": its webhook may not be in place (from 1.36, Kubewarden leaves the policies of a deleted PolicyServer \"scheduled\", without webhooks; before, it deletes them)."),
         ));
     }
     // failurePolicy: "The default behaviour is Fail"

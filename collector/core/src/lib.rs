@@ -23,7 +23,8 @@ pub const CLEANUP_LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
 pub const CLEANUP_VALUE: &str = "true";
 /// The label of template copies made by the Cluster API topology controller, which deletes an old
 /// control-plane template copy once, best effort, and never retries
-/// (cluster-api `internal/controllers/topology/cluster/reconcile_state.go`).
+/// (cluster-api `internal/controllers/topology/cluster/reconcile_state.go:425`@v1.13.0, moved to
+/// `core/reconcilers/topology/cluster/reconcile_state.go:423`@v1.14.0).
 pub const TOPOLOGY_OWNED_LABEL: &str = "topology.cluster.x-k8s.io/owned";
 
 /// A namespaced kind as the API serves it: the version is the one the clean-up lists and deletes
