@@ -126,8 +126,7 @@ pub fn no_such_kind(api_version: &str, kind: &str) -> String {
     format!("Cannot find resource {api_version}/{kind}")
 }
 
-/// A group/version the API server does not serve: API discovery's plain-text 404, as kube 3.1
-/// (kwctl 1.36) wraps it in a `Status` (kube-client 3.1.0 `error.rs`, `client/mod.rs`).
+/// A group/version not served: discovery's plain-text 404 in kube 3.1's `Status` (kwctl 1.36).
 pub fn no_such_group_version(api_version: &str, kind: &str) -> String {
     format!(
         "error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None }})"
