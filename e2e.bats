@@ -328,6 +328,12 @@ patch_is() {
   message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
 }
 
+@test "rule 2: a MachineSet being deleted whose machine count is not written yet keeps it (fail closed)" {
+  evaluate guard-rule2-machineset-not-counted-yet '{}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
+}
+
 @test "rule 3: a deleting Cluster does not release a template another Cluster's MachineDeployment names" {
   evaluate guard-rule3-other-cluster-keeps '{}'
   rejected_with 409

@@ -311,9 +311,10 @@ CASES = {
     # Row 1: a MachineSet scaled to zero with no machines left releases the template.
     "guard-row1-scaled-down-machineset": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[])),
-    # Row 1: referrers being deleted do not count.
+    # Row 1: referrers being deleted do not count (the MachineSet's machines are gone: its
+    # controller wrote status.replicas 0).
     "guard-row1-deleting-referrers": (delete(old_tpl_1b8), infra_lists(
-        V2, md=[md2], ms=[deleting(ms2)], kcp=[kcp2], rke2=[], m3m=[])),
+        V2, md=[md2], ms=[deleting(ms2) | {"status": {"replicas": 0}}], kcp=[kcp2], rke2=[], m3m=[])),
     # Row 1, bootstrap template: only MachineDeployments, MachineSets and ClusterClasses are read.
     "guard-row1-bootstrap-template": (delete(kct2), class_lists(V2, md=[md2], ms=[ms2], cc=[cc2])),
     # Row 2: KubeadmControlPlane; row 4 too, its Metal3Machine was cloned from the template.
@@ -393,6 +394,9 @@ CASES = {
     # Rule 2: a MachineSet being deleted that still has machines keeps its nodeReuse template.
     "guard-rule2-draining-machineset": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[deleting(ms2) | {"status": {"replicas": 2}}], kcp=[kcp2], m3m=[])),
+    # Rule 2: one whose controller has not written status.replicas yet may have machines: kept.
+    "guard-rule2-machineset-not-counted-yet": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[deleting(ms2)], kcp=[kcp2], m3m=[])),
     # Rule 3: the owning Cluster is being deleted, but a MachineDeployment of another Cluster
     # names the template: kept.
     "guard-rule3-other-cluster-keeps": (delete(tpl_workers2), infra_lists(
