@@ -312,27 +312,21 @@ async fn read_sources(
         plural: "secrets".into(),
     };
     let namespaces = helm_storage_namespaces(cluster, o, served).await?;
+    // one list per namespace, so that a refusal names the namespace whose Secrets are not readable
+    let scopes: Vec<Option<&String>> = match &namespaces {
+        None => vec![None],
+        Some(list) => list.iter().map(Some).collect(),
+    };
     let mut items = Vec::new();
-    match &namespaces {
-        None => {
-            items = cluster
-                .list(&secrets, None, "owner=helm")
-                .await
-                .map_err(|e| {
-                    format!("cannot read Helm's release Secrets in every namespace: {e}. Nothing was deleted.")
-                })?;
-        }
-        Some(list) => {
-            for ns in list {
-                let found = cluster
-                    .list(&secrets, Some(std::slice::from_ref(ns)), "owner=helm")
-                    .await
-                    .map_err(|e| {
-                        format!("cannot read Helm's release Secrets in namespace {ns}: {e}. Nothing was deleted.")
-                    })?;
-                items.extend(found);
-            }
-        }
+    for ns in scopes {
+        let found = cluster
+            .list(&secrets, ns.map(std::slice::from_ref), "owner=helm")
+            .await
+            .map_err(|e| {
+                let place = ns.map_or("every namespace".into(), |ns| format!("namespace {ns}"));
+                format!("cannot read Helm's release Secrets in {place}: {e}. Nothing was deleted.")
+            })?;
+        items.extend(found);
     }
     let revisions = items
         .iter()

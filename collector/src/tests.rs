@@ -92,11 +92,19 @@ struct Fake {
     flux_helm: Option<Answer>,
     /// `--helm-storage-namespace`.
     helm_storage: Vec<String>,
+    /// The namespaces collected in (`-n`); `None`, every namespace (`-A`): the cluster-wide lists
+    /// answer as `edge`'s, the only namespace the mock holds.
+    namespaces: Option<Vec<String>>,
     deletes: BTreeMap<&'static str, Answer>,
 }
 
 impl Fake {
     fn answer(&self, method: &str, path: &str, query: &str) -> Answer {
+        let path = match path {
+            "/apis/infrastructure.cluster.x-k8s.io/v1beta1/metal3machinetemplates" => M3MT_PATH,
+            "/api/v1/secrets" => "/api/v1/namespaces/edge/secrets",
+            p => p,
+        };
         match (method, path) {
             ("GET", GUARD_PATH) => self.policy.clone(),
             ("GET", WEBHOOK_PATH) => self.webhook.clone(),
@@ -203,6 +211,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let helm_storage = fake.helm_storage.clone();
+    let namespaces = fake.namespaces.clone();
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
@@ -235,7 +244,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
     });
     let cluster = Cluster::new(Client::new(service, "edge"), Duration::from_secs(30));
     let options = Options {
-        namespaces: Some(vec!["edge".into()]),
+        namespaces,
         dry_run,
         min_age: 600,
         guard: "capi-template-guard".into(),
@@ -271,6 +280,7 @@ fn every_answer() -> Fake {
         helm: BTreeMap::new(),
         flux_helm: None,
         helm_storage: Vec::new(),
+        namespaces: Some(vec!["edge".into()]),
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
@@ -283,6 +293,13 @@ fn every_answer() -> Fake {
             ("slow", None),
         ]),
     }
+}
+
+/// [`every_answer`] with one template, `free`, which the DELETE answers 200.
+fn only_free() -> Fake {
+    let mut fake = every_answer();
+    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    fake
 }
 
 #[tokio::test(start_paused = true)]
@@ -361,8 +378,7 @@ async fn a_dry_run_sends_dry_run_deletes_and_says_would_delete() {
 
 #[tokio::test]
 async fn a_template_flux_still_declares_is_never_asked_about() {
-    let mut fake = every_answer();
-    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    let mut fake = only_free();
     fake.flux = Some(Some((
         200,
         json!({"kind": "KustomizationList", "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "metadata": {}, "items": [
@@ -485,8 +501,7 @@ async fn a_template_the_guards_webhook_never_sees_is_kept(
     #[case] verdict: &str,
     #[case] detail: &str,
 ) {
-    let mut fake = every_answer();
-    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    let mut fake = only_free();
     fake.webhook = webhook(selector);
     let (report, seen) = pass(fake, false).await;
     let v = verdicts(&report);
@@ -522,8 +537,8 @@ fn secret_list(items: Vec<Value>) -> Answer {
 }
 
 /// A pass with --helm-releases over `fake` keeps `free`, which the release `edge/sites` declares,
-/// sends no DELETE, and says it read Helm's Secrets in `read_in`.
-async fn kept_by_the_release(fake: Fake, read_in: &str) {
+/// sends no DELETE, and says it read Helm's Secrets in `read_in`; returns the requests seen.
+async fn kept_by_the_release(fake: Fake, read_in: &str) -> Vec<Seen> {
     let (report, seen) = pass_with(fake, false, true).await;
     assert_eq!(
         verdicts(&report),
@@ -538,6 +553,43 @@ async fn kept_by_the_release(fake: Fake, read_in: &str) {
         format!("1 releases read, 1 objects declared (Secrets read in {read_in})")
     );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
+    seen
+}
+
+/// Collecting in every namespace, Helm's release Secrets are read with one cluster-wide list, and
+/// a refusal of it stops the pass.
+#[tokio::test]
+async fn helm_releases_are_read_cluster_wide_when_collecting_in_every_namespace() {
+    let fake = || {
+        let mut fake = only_free();
+        fake.namespaces = None;
+        fake.helm = BTreeMap::from([(
+            "edge",
+            secret_list(vec![helm_secret(FREE_MANIFEST, "edge")]),
+        )]);
+        fake
+    };
+    let seen = kept_by_the_release(fake(), "every namespace").await;
+    let secrets: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.uri.contains("secrets"))
+        .map(|s| s.uri.as_str())
+        .collect();
+    assert!(
+        secrets.len() == 1 && secrets[0].starts_with("/api/v1/secrets?"),
+        "{secrets:?}"
+    );
+    let mut unreadable = fake();
+    unreadable
+        .helm
+        .insert("edge", status(403, "Forbidden", "secrets is forbidden"));
+    let (report, seen) = pass_with(unreadable, false, true).await;
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert_eq!(
+        report.error.unwrap_or_default(),
+        "cannot read Helm's release Secrets in every namespace: 403 Forbidden: secrets is forbidden. Nothing was deleted."
+    );
+    assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }
 
 const FREE_MANIFEST: &str = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
@@ -545,8 +597,7 @@ const FREE_MANIFEST: &str = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 #[tokio::test]
 async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
     let fake = || {
-        let mut fake = every_answer();
-        fake.templates.retain(|t| t["metadata"]["name"] == "free");
+        let mut fake = only_free();
         fake.helm = BTreeMap::from([(
             "edge",
             secret_list(vec![helm_secret(FREE_MANIFEST, "edge")]),
@@ -606,8 +657,7 @@ async fn helm_releases_stored_in_another_namespace_are_read(
 ) {
     let with_flux = flag.is_empty();
     let fake = || {
-        let mut fake = every_answer();
-        fake.templates.retain(|t| t["metadata"]["name"] == "free");
+        let mut fake = only_free();
         if with_flux {
             fake.flux_helm = Some(Some((200, flux_helm_release(spec_storage, status_storage))));
         }
@@ -639,8 +689,7 @@ async fn helm_releases_stored_in_another_namespace_are_read(
 
 #[tokio::test]
 async fn flux_helmreleases_that_cannot_be_read_stop_a_helm_pass() {
-    let mut fake = every_answer();
-    fake.templates.retain(|t| t["metadata"]["name"] == "free");
+    let mut fake = only_free();
     fake.flux_helm = Some(status(403, "Forbidden", "helmreleases is forbidden"));
     fake.helm = BTreeMap::from([("edge", secret_list(vec![]))]);
     let (report, seen) = pass_with(fake, false, true).await;
