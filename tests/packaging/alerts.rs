@@ -372,17 +372,10 @@ fn the_clean_up_alert_follows_the_latest_pass() {
         );
     }
     // a Job still running is not a failure: `for` outlasts the Job's activeDeadlineSeconds
-    let deadline = yaml_documents(
-        "examples/cleanup/component/cleanup.yaml",
-        &read("examples/cleanup/component/cleanup.yaml"),
-    )
-    .into_iter()
-    .find(|d| d["kind"] == "CronJob")
-    .and_then(|c| {
-        c.pointer("/spec/jobTemplate/spec/activeDeadlineSeconds")
-            .and_then(Value::as_u64)
-    })
-    .expect("the CronJob sets activeDeadlineSeconds");
+    let deadline = super::cleanup::object("CronJob")
+        .pointer("/spec/jobTemplate/spec/activeDeadlineSeconds")
+        .and_then(Value::as_u64)
+        .expect("the CronJob sets activeDeadlineSeconds");
     let wait = str_at(rule, "/for", RULES);
     let minutes: u64 = wait
         .strip_suffix('m')

@@ -14,7 +14,8 @@ fn manifests() -> Vec<Value> {
     yaml_documents(COMPONENT, &read(COMPONENT))
 }
 
-fn object(kind: &str) -> Value {
+/// The first object of `kind` in the clean-up component.
+pub(super) fn object(kind: &str) -> Value {
     manifests()
         .into_iter()
         .find(|d| d["kind"] == kind)
