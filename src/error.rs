@@ -34,6 +34,11 @@ pub enum Error {
     },
     /// Both annotation-key settings name the same key.
     SameAnnotationKeys,
+    /// An entry of `kindsNamingNoTemplate` the policy cannot take.
+    NoTemplateKind {
+        entry: String,
+        problem: NoTemplateProblem,
+    },
 
     // The admission request.
     /// The validate payload cannot be read.
@@ -73,6 +78,17 @@ pub enum KeyProblem {
     NameLength,
     NameEdges,
     NameCharacters,
+}
+
+/// Why an entry of `kindsNamingNoTemplate` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoTemplateProblem {
+    /// Not `Kind.group`.
+    Form,
+    /// A group the policy does not scan: the entry would change nothing.
+    NotScanned,
+    /// A kind the policy reads or guards: the entry would switch a rule off.
+    Known,
 }
 
 /// What was looked up.

@@ -12,7 +12,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 use std::collections::BTreeSet;
 
 use crate::capi::{Kinded, List, Object};
-use crate::catalogue::{Resource, SCAN_MASKS};
+use crate::catalogue::Resource;
 use crate::error::{Failure, Lookup, LookupError, Scanned};
 
 pub trait Host {
@@ -179,12 +179,13 @@ pub fn list(
 }
 
 /// Lists a kind the catalogue does not know whole (`api_version`, `kind` and `plural` from its
-/// CRD) in `namespace`, keeping the scan's masks.
+/// CRD) in `namespace`, keeping `masks` (the scan's, and a known kind's own reads).
 pub fn list_scanned(
     host: &dyn Host,
     api_version: String,
     kind: &str,
     plural: &str,
+    masks: BTreeSet<String>,
     namespace: &str,
 ) -> Result<Vec<Object>, LookupError> {
     let request = ListResourcesByNamespaceRequest {
@@ -193,7 +194,7 @@ pub fn list_scanned(
         namespace: namespace.to_string(),
         label_selector: None,
         field_selector: None,
-        field_masks: Some(SCAN_MASKS.iter().map(|m| m.to_string()).collect()),
+        field_masks: Some(masks),
     };
     let answer = host.list_resources_by_namespace(&request);
     let lookup = Lookup::Scan(Box::new(Scanned {
@@ -383,6 +384,10 @@ mod tests {
             "controlplane.cluster.x-k8s.io/v1beta3".into(),
             "FooControlPlane",
             "foocontrolplanes",
+            crate::catalogue::SCAN_MASKS
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
             "ns",
         )
         .unwrap_err();
@@ -391,7 +396,7 @@ mod tests {
             (error.lookup.kind(), error.lookup.plural()),
             ("FooControlPlane", "foocontrolplanes")
         );
-        assert_eq!(host.sent_masks(0), SCAN_MASKS);
+        assert_eq!(host.sent_masks(0), crate::catalogue::SCAN_MASKS);
     }
 
     #[rstest]

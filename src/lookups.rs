@@ -30,6 +30,10 @@ pub enum ClusterState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scanned {
     pub kind: String,
+    /// The catalogue's entry when the kind is one it knows, served only at versions it does not:
+    /// the decision then applies the entry's implied kinds and keeper rules where the fields
+    /// read the same.
+    pub known: Option<&'static ReferrerKind>,
     pub objects: Vec<Object>,
 }
 
@@ -261,8 +265,12 @@ impl<'a> HostLookups<'a> {
             .iter()
             .filter(keeps)
             .any(|r| r.resource.group == group && r.resource.plural == crd.plural);
-        Ok(named_like_an_entry
-            || (class.scanned_groups().contains(&group) && !catalogue::is_known(group, &crd.kind)))
+        // A kind the operator declares to name no template is never scanned (the setting refuses
+        // kinds the catalogue reads, so this cannot switch a field-by-field rule off).
+        Ok(!self.settings.names_no_template(group, &crd.kind)
+            && (named_like_an_entry
+                || (class.scanned_groups().contains(&group)
+                    && !catalogue::is_known(group, &crd.kind))))
     }
 }
 
@@ -303,15 +311,29 @@ impl Lookups for HostLookups<'_> {
                 continue;
             }
             let api_version = format!("{}/{}", crd.group, newest(&crd.served));
+            let known = REFERRERS
+                .iter()
+                .find(|r| r.resource.group == crd.group && r.resource.kind == crd.kind);
+            // A known kind also keeps what its rules read beyond the spec (a MachineSet's
+            // `status.replicas`), so that they can apply.
+            let mut masks: BTreeSet<String> = catalogue::SCAN_MASKS
+                .iter()
+                .map(|m| m.to_string())
+                .collect();
+            if let Some(kind) = known {
+                masks.extend(catalogue::masks_of(&kind.resource));
+            }
             let objects = host::list_scanned(
                 self.host,
                 api_version,
                 &crd.kind,
                 &crd.plural,
+                masks,
                 self.namespace,
             )?;
             scanned.push(Scanned {
                 kind: crd.kind.clone(),
+                known,
                 objects,
             });
         }
@@ -557,6 +579,11 @@ mod tests {
     #[case::a_template(CP, "FooControlPlaneTemplate", "foocontrolplanetemplates", &["v1beta1"], None)]
     #[case::hosted_k0smotron(CP, "K0smotronControlPlane", "k0smotroncontrolplanes", &["v1beta2"], None)]
     #[case::managed_eks(CP, "AWSManagedControlPlane", "awsmanagedcontrolplanes", &["v1beta2"], None)]
+    #[case::teutonet_hosted(CP, "HostedControlPlane", "hostedcontrolplanes", &["v1alpha1"], None)]
+    #[case::nested(CP, "NestedControlPlane", "nestedcontrolplanes", &["v1alpha4"], None)]
+    #[case::nested_etcd(CP, "NestedEtcd", "nestedetcds", &["v1alpha4"], None)]
+    #[case::nested_apiserver(CP, "NestedAPIServer", "nestedapiservers", &["v1alpha4"], None)]
+    #[case::nested_controller_manager(CP, "NestedControllerManager", "nestedcontrollermanagers", &["v1alpha4"], None)]
     #[case::infrastructure_group(INFRASTRUCTURE_GROUP, "FooMachine", "foomachines", &["v1beta1"], None)]
     #[case::core_group(CAPI_GROUP, "MachinePool", "machinepools", &["v1beta2"], None)]
     fn what_a_machine_template_deletion_scans(
@@ -578,6 +605,63 @@ mod tests {
             assert_eq!(host.calls()[1], call);
             assert_eq!(host.sent_masks(1), catalogue::SCAN_MASKS);
         }
+    }
+
+    /// A catalogue kind served only at a future version is scanned with its own reads as well
+    /// (a MachineSet's `status.replicas`), so that its keeper rules can apply.
+    #[test]
+    fn a_known_kind_is_scanned_with_its_own_reads() {
+        let v3 = "cluster.x-k8s.io/v1beta3";
+        let host = FakeHost::new()
+            .install("MachineSet", &["v1beta3"])
+            .answer_list(v3, "MachineSet", &list_of(v3, "MachineSet", &[]));
+        let settings = Settings::default();
+        let mut lookups = HostLookups::new(&host, &settings, "ns");
+        let scans = lookups.scanned(TemplateClass::Machine, false).unwrap();
+        assert_eq!(scans[0].known, Some(referrer_kind("MachineSet")));
+        let masks = host.sent_masks(1);
+        assert!(masks.contains(&"status.replicas".to_string()), "{masks:?}");
+        assert!(masks.contains(&"spec".to_string()), "{masks:?}");
+    }
+
+    /// A kind the operator declares in `kindsNamingNoTemplate` is not scanned; the same kind
+    /// undeclared is, and so is another unknown kind next to it.
+    #[test]
+    fn a_declared_kind_is_not_scanned() {
+        let v1 = "controlplane.cluster.x-k8s.io/v1alpha1";
+        let host = FakeHost::new()
+            .install_crd(
+                CP,
+                "BarControlPlane",
+                "barcontrolplanes",
+                &[("v1alpha1", true)],
+            )
+            .install_crd(
+                CP,
+                "FooControlPlane",
+                "foocontrolplanes",
+                &[("v1alpha1", true)],
+            )
+            .answer_list(v1, "BarControlPlane", &list_of(v1, "BarControlPlane", &[]))
+            .answer_list(v1, "FooControlPlane", &list_of(v1, "FooControlPlane", &[]));
+        let scanned = |declared: &[&str]| {
+            let settings = Settings {
+                kinds_naming_no_template: declared
+                    .iter()
+                    .map(|k| (CP.to_string(), k.to_string()))
+                    .collect(),
+                ..Settings::default()
+            };
+            let mut lookups = HostLookups::new(&host, &settings, "ns");
+            let scans = lookups.scanned(TemplateClass::Machine, false).unwrap();
+            scans.into_iter().map(|s| s.kind).collect::<Vec<_>>()
+        };
+        assert_eq!(scanned(&[]), ["BarControlPlane", "FooControlPlane"]);
+        assert_eq!(scanned(&["FooControlPlane"]), ["BarControlPlane"]);
+        assert_eq!(
+            scanned(&["FooControlPlane", "BarControlPlane"]),
+            Vec::<String>::new()
+        );
     }
 
     /// A class whose keepers the catalogue knows whole scans no unknown kind.

@@ -3,10 +3,10 @@
 use std::fmt;
 
 use crate::capi::{group_of, Template};
-use crate::catalogue::{plural_of, Advice, CRD};
+use crate::catalogue::{self, plural_of, Advice, TemplateClass, CRD};
 use crate::decision::{Referrer, ReleaseReason};
-use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError};
-use crate::settings::known_names;
+use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError, NoTemplateProblem};
+use crate::settings::{known_names, KINDS_NAMING_NO_TEMPLATE};
 
 /// Every error reads as the sentence [`describe`] makes of it. The `Display` impls live here,
 /// beside the sentences, so that `error.rs` does not call up into this module.
@@ -238,7 +238,8 @@ pub fn lookup_hint(error: &LookupError) -> String {
             error.lookup.api_version()
         ),
         Failure::AccessDenied if matches!(error.lookup, Lookup::Scan(_)) => format!(
-            "The policy does not know {kind} at {api_version} and scans it for references to the template: add apiVersion {api_version}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}."
+            "The policy does not know {kind} at {api_version} and scans it for references to the template: add apiVersion {api_version}, kind {kind} to its contextAwareResources, and let the policy server's service account get, list and watch {plural}.{group}.{}",
+            or_declare(&kind, group)
         ),
         Failure::AccessDenied => format!(
             "Add apiVersion {api_version}, kind {kind} to the policy's contextAwareResources."
@@ -254,6 +255,16 @@ pub fn lookup_hint(error: &LookupError) -> String {
         Failure::NotFound | Failure::Other => format!(
             "Check that the policy server's service account may get, list and watch {plural}.{group}."
         ),
+    }
+}
+
+/// The alternative to a grant for a kind the catalogue does not know: declaring that it names no
+/// template. A kind the policy reads (known at another version) cannot be declared.
+fn or_declare(kind: &str, group: &str) -> String {
+    if catalogue::is_read(group, kind) {
+        String::new()
+    } else {
+        format!(" Or, if {kind} names no machine or bootstrap template (a control plane that runs no machines), add \"{kind}.{group}\" to the policy's {KINDS_NAMING_NO_TEMPLATE} setting instead.")
     }
 }
 
@@ -331,6 +342,17 @@ pub fn describe(error: &Error) -> String {
             "The setting {setting} names {key:?}, a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse."
         ),
         Error::SameAnnotationKeys => "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.".to_string(),
+        Error::NoTemplateKind { entry, problem } => {
+            let entry = clip(entry, MAX_DETAIL);
+            match problem {
+                NoTemplateProblem::Form => format!("The setting {KINDS_NAMING_NO_TEMPLATE} lists {entry:?}, which is not of the form Kind.group (for example HostedControlPlane.controlplane.cluster.x-k8s.io)."),
+                NoTemplateProblem::NotScanned => format!(
+                    "The setting {KINDS_NAMING_NO_TEMPLATE} lists {entry:?}, but the policy scans only kinds of {}, so the entry would change nothing: remove it.",
+                    TemplateClass::Machine.scanned_groups().join(" and ")
+                ),
+                NoTemplateProblem::Known => format!("The setting {KINDS_NAMING_NO_TEMPLATE} lists {entry:?}, a kind this policy reads or guards itself: remove it."),
+            }
+        }
         Error::UnreadableRequest(e) => format!(
             "the admission request cannot be read ({})",
             clip(e, MAX_DETAIL)

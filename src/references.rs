@@ -168,26 +168,58 @@ fn text_at(kind: &ReferrerKind, object: &Object, path: &str) -> Result<Option<St
     }
 }
 
+/// Gives the references found at `field` that name no kind the kind `field` implies, if any.
+fn imply(kind: &ReferrerKind, field: &str, found: &mut [NamedTemplate]) {
+    if let Some(implied) = kind.implied.iter().find(|i| i.field == field) {
+        for reference in found.iter_mut().map(|n| &mut n.reference) {
+            if reference.kind.is_empty() {
+                reference.kind = implied.kind.to_string();
+                if reference.group().is_none() {
+                    reference.api_group = Some(implied.group.to_string());
+                }
+            }
+        }
+    }
+}
+
 /// What a listed object of `kind` names, and what the decision needs to know of it.
 pub fn candidate_of(kind: &ReferrerKind, object: &Object) -> Result<Candidate, BadField> {
     let mut named = Vec::new();
     for field in kind.fields {
         let mut found = named_at(object, field)?;
-        if let Some(implied) = kind.implied.iter().find(|i| i.field == *field) {
-            for reference in found.iter_mut().map(|n| &mut n.reference) {
-                if reference.kind.is_empty() {
-                    reference.kind = implied.kind.to_string();
-                    if reference.group().is_none() {
-                        reference.api_group = Some(implied.group.to_string());
-                    }
-                }
-            }
-        }
+        imply(kind, field, &mut found);
         named.extend(found);
     }
     if kind.cloned_from {
         named.extend(of_cloned(&object.metadata));
     }
+    candidate_naming(kind, object, named)
+}
+
+/// What a scanned object of a catalogue kind served at a version the policy does not know names:
+/// every reference the scan finds, and the name-only references at the kind's implied fields
+/// (Kairos' `kairosConfigTemplate: {name}`) where that field still reads as a reference.
+pub fn scan_known(kind: &ReferrerKind, object: &Object) -> Vec<NamedTemplate> {
+    let mut named = scan(object);
+    for implied in kind.implied {
+        // A field of another shape at this version implies nothing: the scan has read it.
+        let Ok(mut found) = named_at(object, implied.field) else {
+            continue;
+        };
+        found.retain(|n| n.reference.kind.is_empty() && !n.reference.name.is_empty());
+        imply(kind, implied.field, &mut found);
+        named.extend(found);
+    }
+    named
+}
+
+/// The candidate of an object of `kind` that names `named`, its other fields read where the
+/// catalogue says; a field of another shape is a [`BadField`].
+pub fn candidate_naming(
+    kind: &ReferrerKind,
+    object: &Object,
+    named: Vec<NamedTemplate>,
+) -> Result<Candidate, BadField> {
     let meta = &object.metadata;
     let cluster = if kind.resource == CLUSTER {
         Some(meta.name.clone())

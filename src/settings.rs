@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use crate::capi::{is_dns_subdomain, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
-use crate::catalogue::{VersionSetting, V1BETA1, V1BETA2};
-use crate::error::{Error, KeyProblem};
+use crate::catalogue::{self, TemplateClass, VersionSetting, V1BETA1, V1BETA2};
+use crate::error::{Error, KeyProblem, NoTemplateProblem};
 
 pub const DEFAULT_NODE_REUSE_ANNOTATION: &str = "capi-template-guard.kubewarden.io/node-reuse";
 pub const DEFAULT_SOURCE_TEMPLATE_ANNOTATION: &str =
@@ -41,6 +41,9 @@ pub struct Settings {
     pub mutate_metal3_machines: bool,
     pub node_reuse_annotation: String,
     pub source_template_annotation: String,
+    /// Kinds the operator declares to name no template, as (group, kind): never scanned, so that
+    /// a provider the catalogue does not know yet needs no grant and no policy release.
+    pub kinds_naming_no_template: Vec<(String, String)>,
 }
 
 impl Default for Settings {
@@ -54,6 +57,7 @@ impl Default for Settings {
             mutate_metal3_machines: true,
             node_reuse_annotation: DEFAULT_NODE_REUSE_ANNOTATION.to_string(),
             source_template_annotation: DEFAULT_SOURCE_TEMPLATE_ANNOTATION.to_string(),
+            kinds_naming_no_template: Vec::new(),
         }
     }
 }
@@ -66,6 +70,13 @@ impl Settings {
             VersionSetting::Metal3 => self.metal3_api_version,
         }
     }
+
+    /// Whether the operator declared `kind` of `group` to name no template.
+    pub fn names_no_template(&self, group: &str, kind: &str) -> bool {
+        self.kinds_naming_no_template
+            .iter()
+            .any(|(g, k)| g == group && k == kind)
+    }
 }
 
 /// The names of the settings that are not version settings (those are
@@ -75,6 +86,7 @@ pub const FAIL_OPEN_ON_LOOKUP_ERROR: &str = "failOpenOnLookupError";
 pub const MUTATE_METAL3_MACHINES: &str = "mutateMetal3Machines";
 pub const NODE_REUSE_ANNOTATION: &str = "nodeReuseAnnotation";
 pub const SOURCE_TEMPLATE_ANNOTATION: &str = "sourceTemplateAnnotation";
+pub const KINDS_NAMING_NO_TEMPLATE: &str = "kindsNamingNoTemplate";
 
 /// One known setting: its name and how its value is read into [`Settings`].
 pub struct Known {
@@ -84,7 +96,7 @@ pub struct Known {
 
 /// Every setting the policy knows, in the order messages list them: the one table settings are
 /// parsed from.
-pub const KNOWN: [Known; 8] = [
+pub const KNOWN: [Known; 9] = [
     Known {
         name: VersionSetting::Capi.name(),
         read: |s, name, value| {
@@ -141,6 +153,13 @@ pub const KNOWN: [Known; 8] = [
             Ok(())
         },
     },
+    Known {
+        name: KINDS_NAMING_NO_TEMPLATE,
+        read: |s, name, value| {
+            s.kinds_naming_no_template = group_kinds(name, value)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The names of the known settings, in table order.
@@ -180,6 +199,49 @@ fn string(setting: &'static str, value: &Value) -> Result<String, Error> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| wrong(setting, "a string", value))
+}
+
+/// A list of `Kind.group` strings (the form of Cluster API's cloned-from-groupkind annotation),
+/// each a kind the policy would scan: a group it scans for machine and bootstrap templates, and a
+/// kind it neither reads nor guards (declaring one of those would switch off a rule). Duplicates
+/// are kept once, in the order given.
+fn group_kinds(setting: &'static str, value: &Value) -> Result<Vec<(String, String)>, Error> {
+    let expected = "a list of strings of the form Kind.group";
+    let Value::Array(items) = value else {
+        return Err(wrong(setting, expected, value));
+    };
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for item in items {
+        let Some(entry) = item.as_str() else {
+            return Err(wrong(setting, expected, value));
+        };
+        let problem = |problem| Error::NoTemplateKind {
+            entry: entry.to_string(),
+            problem,
+        };
+        let (kind, group) = entry
+            .split_once('.')
+            .filter(|(kind, group)| is_kind(kind) && is_dns_subdomain(group))
+            .ok_or_else(|| problem(NoTemplateProblem::Form))?;
+        if !TemplateClass::Machine.scanned_groups().contains(&group) {
+            return Err(problem(NoTemplateProblem::NotScanned));
+        }
+        if catalogue::template_class(group, kind).is_some() || catalogue::is_read(group, kind) {
+            return Err(problem(NoTemplateProblem::Known));
+        }
+        let pair = (group.to_string(), kind.to_string());
+        if !kinds.contains(&pair) {
+            kinds.push(pair);
+        }
+    }
+    Ok(kinds)
+}
+
+/// A Kubernetes kind as CRDs declare it: a letter first, then letters and digits, at most 63.
+fn is_kind(kind: &str) -> bool {
+    kind.len() <= 63
+        && kind.starts_with(|c: char| c.is_ascii_alphabetic())
+        && kind.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 impl TryFrom<Value> for Settings {
@@ -327,7 +389,9 @@ mod tests {
                 "failOpenOnLookupError": true,
                 "mutateMetal3Machines": false,
                 "nodeReuseAnnotation": "example.com/reuse",
-                "sourceTemplateAnnotation": "example.com/from"
+                "sourceTemplateAnnotation": "example.com/from",
+                "kindsNamingNoTemplate": ["FooControlPlane.controlplane.cluster.x-k8s.io",
+                    "FooControlPlane.controlplane.cluster.x-k8s.io"]
             })
             .to_string()
             .as_bytes(),
@@ -344,6 +408,10 @@ mod tests {
                 mutate_metal3_machines: false,
                 node_reuse_annotation: "example.com/reuse".into(),
                 source_template_annotation: "example.com/from".into(),
+                kinds_naming_no_template: vec![(
+                    "controlplane.cluster.x-k8s.io".into(),
+                    "FooControlPlane".into()
+                )],
             }
         );
     }
@@ -357,7 +425,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unknown_field(json!({"capiVersion": "v1beta2", "alpha": 1}), "Unknown setting(s): alpha, capiVersion. The known settings are: capiApiVersion, controlPlaneApiVersion, metal3ApiVersion, countScaledDownMachineSets, failOpenOnLookupError, mutateMetal3Machines, nodeReuseAnnotation, sourceTemplateAnnotation.")]
+    #[case::unknown_field(json!({"capiVersion": "v1beta2", "alpha": 1}), "Unknown setting(s): alpha, capiVersion. The known settings are: capiApiVersion, controlPlaneApiVersion, metal3ApiVersion, countScaledDownMachineSets, failOpenOnLookupError, mutateMetal3Machines, nodeReuseAnnotation, sourceTemplateAnnotation, kindsNamingNoTemplate.")]
     #[case::bad_version(json!({"metal3ApiVersion": "v1alpha5"}), "The setting metal3ApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v1alpha5\".")]
     #[case::bad_bool(json!({"failOpenOnLookupError": "yes"}), "The setting failOpenOnLookupError must be true or false, not \"yes\".")]
     #[case::bad_string(json!({"nodeReuseAnnotation": 3}), "The setting nodeReuseAnnotation must be a string, not 3.")]
@@ -368,6 +436,13 @@ mod tests {
     #[case::capi_subdomain_key(json!({"sourceTemplateAnnotation": "clusterctl.cluster.x-k8s.io/delete-for-move"}), "The setting sourceTemplateAnnotation names \"clusterctl.cluster.x-k8s.io/delete-for-move\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
     #[case::kubernetes_key(json!({"nodeReuseAnnotation": "node.kubernetes.io/reuse"}), "The setting nodeReuseAnnotation names \"node.kubernetes.io/reuse\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
     #[case::k8s_io_key(json!({"nodeReuseAnnotation": "k8s.io/reuse"}), "The setting nodeReuseAnnotation names \"k8s.io/reuse\", a key that Cluster API, Kubernetes or this policy owns (prefixes cluster.x-k8s.io, kubernetes.io, k8s.io and their subdomains); choose a key under your own domain, such as example.com/node-reuse.")]
+    #[case::no_template_not_a_list(json!({"kindsNamingNoTemplate": "FooControlPlane.controlplane.cluster.x-k8s.io"}), "The setting kindsNamingNoTemplate must be a list of strings of the form Kind.group, not \"FooControlPlane.controlplane.cluster.x-k8s.io\".")]
+    #[case::no_template_not_strings(json!({"kindsNamingNoTemplate": [3]}), "The setting kindsNamingNoTemplate must be a list of strings of the form Kind.group, not [3].")]
+    #[case::no_template_no_group(json!({"kindsNamingNoTemplate": ["FooControlPlane"]}), "The setting kindsNamingNoTemplate lists \"FooControlPlane\", which is not of the form Kind.group (for example HostedControlPlane.controlplane.cluster.x-k8s.io).")]
+    #[case::no_template_bad_group(json!({"kindsNamingNoTemplate": ["Foo.Controlplane"]}), "The setting kindsNamingNoTemplate lists \"Foo.Controlplane\", which is not of the form Kind.group (for example HostedControlPlane.controlplane.cluster.x-k8s.io).")]
+    #[case::no_template_other_group(json!({"kindsNamingNoTemplate": ["FooMachine.infrastructure.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"FooMachine.infrastructure.cluster.x-k8s.io\", but the policy scans only kinds of controlplane.cluster.x-k8s.io and etcdcluster.cluster.x-k8s.io, so the entry would change nothing: remove it.")]
+    #[case::no_template_read_kind(json!({"kindsNamingNoTemplate": ["KubeadmControlPlane.controlplane.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"KubeadmControlPlane.controlplane.cluster.x-k8s.io\", a kind this policy reads or guards itself: remove it.")]
+    #[case::no_template_a_template(json!({"kindsNamingNoTemplate": ["FooControlPlaneTemplate.controlplane.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"FooControlPlaneTemplate.controlplane.cluster.x-k8s.io\", a kind this policy reads or guards itself: remove it.")]
     #[case::same_keys(json!({"nodeReuseAnnotation": "a/b", "sourceTemplateAnnotation": "a/b"}), "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.")]
     fn invalid_settings_are_explained(#[case] value: Value, #[case] message: &str) {
         assert_eq!(

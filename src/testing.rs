@@ -458,6 +458,9 @@ impl Memory {
                 .into_iter()
                 .map(|(kind, objects)| Scanned {
                     kind: kind.to_string(),
+                    known: crate::catalogue::REFERRERS
+                        .iter()
+                        .find(|r| r.kind() == kind),
                     objects: objects
                         .into_iter()
                         .map(|o| serde_json::from_value(o).expect("an object"))

@@ -335,6 +335,58 @@ fn a_kind_served_only_at_an_unknown_version_is_scanned() {
     );
 }
 
+/// A kind the catalogue does not know, ungranted, fails closed naming the grant and, as its
+/// alternative, `kindsNamingNoTemplate`; declared there, it is not listed at all. Kinds known to
+/// name no template (teutonet's, the nested provider's) are never listed.
+#[test]
+fn an_unknown_kind_can_be_declared_to_name_no_template() {
+    const CP_GROUP: &str = crate::catalogue::CONTROL_PLANE_GROUP;
+    let foo = "controlplane.cluster.x-k8s.io/v1alpha1";
+    let installed = |host: FakeHost| {
+        empty_v1_namespace(
+            host.install_crd(
+                CP_GROUP,
+                "FooControlPlane",
+                "foocontrolplanes",
+                &[("v1alpha1", true)],
+            )
+            .install_crd(
+                CP_GROUP,
+                "HostedControlPlane",
+                "hostedcontrolplanes",
+                &[("v1alpha1", true)],
+            )
+            .install_crd(
+                CP_GROUP,
+                "NestedControlPlane",
+                "nestedcontrolplanes",
+                &[("v1alpha4", true)],
+            )
+            .install_crd(CP_GROUP, "NestedEtcd", "nestedetcds", &[("v1alpha4", true)]),
+        )
+    };
+    let denied = installed(FakeHost::v1beta1_only()).fail_list(foo, "FooControlPlane", "Policy has not been granted access to Kubernetes controlplane.cluster.x-k8s.io/v1alpha1/FooControlPlane resources. The violation has been reported.");
+    let message = refusal(run("guard-lookup-failure", json!({}), &denied), 500);
+    assert!(
+        message.contains("Or, if FooControlPlane names no machine or bootstrap template (a control plane that runs no machines), add \"FooControlPlane.controlplane.cluster.x-k8s.io\" to the policy's kindsNamingNoTemplate setting instead."),
+        "{message}"
+    );
+    let host = installed(FakeHost::v1beta1_only());
+    let settings =
+        json!({"kindsNamingNoTemplate": ["FooControlPlane.controlplane.cluster.x-k8s.io"]});
+    let response = run("guard-lookup-failure", settings, &host);
+    assert!(response.accepted, "{:?}", response.message);
+    assert!(
+        host.calls()
+            .iter()
+            .all(|c| !["FooControlPlane", "HostedControlPlane", "Nested"]
+                .iter()
+                .any(|k| c.contains(k))),
+        "{:?}",
+        host.calls()
+    );
+}
+
 #[test]
 fn without_access_to_the_crds_the_message_names_both_grants() {
     let host = FakeHost::new().answer_crds(Err("Policy has not been granted access to Kubernetes apiextensions.k8s.io/v1/CustomResourceDefinition resources. The violation has been reported."));

@@ -479,27 +479,48 @@ pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
     REFERRERS.iter().map(|r| &r.resource).chain([&CRD])
 }
 
-/// Control planes in a scanned group that run no machines (hosted in the management cluster, or
-/// managed by a cloud), so they name no machine or bootstrap template: known whole and never
-/// scanned, so that installing one does not make every machine-template delete wait for a grant.
-/// From their API types: k0sproject/k0smotron@v2.1.0 `api/controlplane/v1beta2/k0smotron_types.go`,
-/// clastix/cluster-api-control-plane-provider-kamaji@v0.20.0 `api/v1alpha2/kamajicontrolplane_types.go`,
-/// kubernetes-sigs/cluster-api-provider-aws@v2.11.1 `controlplane/eks/api/v1beta2/
-/// awsmanagedcontrolplane_types.go` and `controlplane/rosa/api/v1beta2/rosacontrolplane_types.go`
-/// (its references are LocalObjectReferences to roles, secrets and networks).
-pub const RUN_NO_MACHINES: [&str; 4] = [
-    "AWSManagedControlPlane",
-    "K0smotronControlPlane",
-    "KamajiControlPlane",
-    "ROSAControlPlane",
+/// Kinds in a scanned group that name no machine or bootstrap template: control planes that run
+/// no machines (hosted in the management cluster, or managed by a cloud) and the parts of such a
+/// control plane. Known whole and never scanned, so that installing one does not make every
+/// machine-template delete wait for a grant. From their API types:
+/// - k0sproject/k0smotron@v2.1.0 `api/controlplane/v1beta2/k0smotron_types.go`;
+/// - clastix/cluster-api-control-plane-provider-kamaji@v0.20.0
+///   `api/v1alpha2/kamajicontrolplane_types.go`;
+/// - kubernetes-sigs/cluster-api-provider-aws@v2.11.1 `controlplane/eks/api/v1beta2/
+///   awsmanagedcontrolplane_types.go` and `controlplane/rosa/api/v1beta2/rosacontrolplane_types.go`
+///   (its references are LocalObjectReferences to roles, secrets and networks);
+/// - teutonet/cluster-api-provider-hosted-control-plane@v1.7.2
+///   `api/v1alpha1/hostedcontrolplane_types.go` (v1alpha1: version, replicas, the deployment,
+///   gateway, konnectivity, kube-proxy, CoreDNS, etcd, OIDC and certificate settings; its one
+///   reference, `gateway`, is a name and a namespace);
+/// - kubernetes-sigs/cluster-api-provider-nested@4d19ac60 (v0.1.0 and after)
+///   `controlplane/nested/api/v1alpha4/nestedcontrolplane_types.go` (ObjectReferences to its
+///   NestedEtcd, NestedAPIServer and NestedControllerManager), `nestedetcd_types.go`,
+///   `nestedapiserver_types.go` and `nestedcontrollermanager_types.go` (a `NestedComponentSpec`
+///   of addon settings, resources and replicas, `nestedcomponent_types.go`).
+pub const NAME_NO_TEMPLATE: [(&str, &str); 9] = [
+    (CONTROL_PLANE_GROUP, "AWSManagedControlPlane"),
+    (CONTROL_PLANE_GROUP, "HostedControlPlane"),
+    (CONTROL_PLANE_GROUP, "K0smotronControlPlane"),
+    (CONTROL_PLANE_GROUP, "KamajiControlPlane"),
+    (CONTROL_PLANE_GROUP, "NestedAPIServer"),
+    (CONTROL_PLANE_GROUP, "NestedControlPlane"),
+    (CONTROL_PLANE_GROUP, "NestedControllerManager"),
+    (CONTROL_PLANE_GROUP, "NestedEtcd"),
+    (CONTROL_PLANE_GROUP, "ROSAControlPlane"),
 ];
 
 /// Whether the catalogue knows `kind` of `group` whole: a kind it reads, a guarded template, or a
-/// control plane that runs no machines.
+/// kind that names no template.
 pub fn is_known(group: &str, kind: &str) -> bool {
     template_class(group, kind).is_some()
-        || (group == CONTROL_PLANE_GROUP && RUN_NO_MACHINES.contains(&kind))
-        || resources_read().any(|r| r.group == group && r.kind == kind)
+        || NAME_NO_TEMPLATE.contains(&(group, kind))
+        || is_read(group, kind)
+}
+
+/// Whether the policy reads `kind` of `group` field by field (or lists it, the CRDs).
+pub fn is_read(group: &str, kind: &str) -> bool {
+    resources_read().any(|r| r.group == group && r.kind == kind)
 }
 
 mod referrers;

@@ -94,7 +94,10 @@ pub fn decide(
     }
     // Rows 1 to 4, then the scan of the kinds the catalogue cannot read field by field.
     let mut referrers = referrers_keeping(template, settings, lookups)?;
-    referrers.extend(scanned_keeping(template, lookups)?);
+    referrers.extend(scanned_keeping(template, settings, lookups)?);
+    // A catalogue kind read by the scan sorts with the catalogue kinds; the sort is stable, so
+    // names stay sorted within each kind.
+    referrers.sort_by(|a, b| kind_order(&a.kind).cmp(&kind_order(&b.kind)));
     if referrers.is_empty() {
         return Ok(Decision::Release(ReleaseReason::Unused));
     }
@@ -157,9 +160,14 @@ fn referrers_keeping(
 
 /// Every scanned object that names the template anywhere in its spec keeps it, also while it is
 /// being deleted: the policy does not know what such a kind needs, so it keeps the template
-/// until the object lets go of it or is gone. Only a scan that cannot be done fails.
+/// until the object lets go of it or is gone. A catalogue kind served only at a version the
+/// policy does not know is read with what the catalogue knows of it: its implied kinds, and its
+/// keeper rules (being deleted, scaled down, its Cluster's deletion) where the fields those
+/// rules read have the catalogue's shape; where one does not, the scan's rules apply. Only a scan
+/// that cannot be done fails.
 fn scanned_keeping(
     template: &Template,
+    settings: &Settings,
     lookups: &mut impl Lookups,
 ) -> Result<Vec<Referrer>, LookupError> {
     let mut found = Vec::new();
@@ -168,18 +176,44 @@ fn scanned_keeping(
             .objects
             .iter()
             .filter_map(|object| {
-                let mut fields: Vec<String> = references::scan(object)
+                let unknown = || Keeper::Scanned(scanned.kind.clone());
+                let (kind, named, counted, cluster) = match scanned.known {
+                    Some(known) => {
+                        let named = references::scan_known(known, object);
+                        match references::candidate_naming(known, object, vec![]) {
+                            Ok(c) => (
+                                Keeper::Known(known),
+                                named,
+                                counts(known, &c, template.node_reuse, settings),
+                                c.cluster,
+                            ),
+                            Err(_) => (
+                                unknown(),
+                                named,
+                                true,
+                                references::cluster_label(&object.metadata),
+                            ),
+                        }
+                    }
+                    None => (
+                        unknown(),
+                        references::scan(object),
+                        true,
+                        references::cluster_label(&object.metadata),
+                    ),
+                };
+                let mut fields: Vec<String> = named
                     .into_iter()
                     .filter(|n| template.reference.is_named_by(&n.reference))
                     .map(|n| n.field)
                     .collect();
                 fields.sort();
                 fields.dedup();
-                (!fields.is_empty()).then(|| Referrer {
-                    kind: Keeper::Scanned(scanned.kind.clone()),
+                (counted && !fields.is_empty()).then(|| Referrer {
+                    kind,
                     name: object.metadata.name.clone(),
                     fields,
-                    cluster: references::cluster_label(&object.metadata),
+                    cluster,
                 })
             })
             .collect();
@@ -187,6 +221,20 @@ fn scanned_keeping(
         found.extend(referrers);
     }
     Ok(found)
+}
+
+/// Where a keeper's kind sorts: catalogue kinds in catalogue order, then scanned kinds by name.
+fn kind_order(keeper: &Keeper) -> (usize, &str) {
+    match keeper {
+        Keeper::Known(kind) => (
+            REFERRERS
+                .iter()
+                .position(|r| std::ptr::eq(r, *kind))
+                .unwrap_or(0),
+            "",
+        ),
+        Keeper::Scanned(kind) => (REFERRERS.len(), kind),
+    }
 }
 
 /// Whether a listed object can keep anything.
@@ -240,5 +288,7 @@ fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
             .is_some_and(|cluster| going.contains(cluster))
 }
 
+#[cfg(test)]
+mod scanned_tests;
 #[cfg(test)]
 mod tests;
