@@ -15,7 +15,7 @@ WASM_OPT := $(BINARYEN_DIR)/node_modules/binaryen/bin/wasm-opt
 # The features rustc enables for wasm32-wasip1 (strip drops the section wasm-opt would read them from).
 WASM_FEATURES := --enable-bulk-memory --enable-bulk-memory-opt --enable-sign-ext \
 	--enable-nontrapping-float-to-int --enable-mutable-globals --enable-multivalue --enable-reference-types
-# The size budget tests/size.rs enforces on policy.wasm.
+# The size budget tests/size.rs enforces on policy.wasm (`make size-test`).
 SIZE_BUDGET := 307200
 
 # Set-up, done by the targets that need it, so that `make evaluate` and `make test` work on a
@@ -34,7 +34,7 @@ export PATH := $(TOOLS_BIN):$(PATH)
 
 .PHONY: setup rust-wasm-target rust-components
 setup: rust-wasm-target rust-components $(WASM_OPT) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq \
-	$(PYYAML_DIR)/yaml/__init__.py
+	$(PYYAML_DIR)/yaml/__init__.py $(TOOLS_BIN)/promtool
 
 rust-wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
@@ -62,6 +62,26 @@ $(TOOLS_BIN)/jq: $(JAQ_DIR)/bin/jaq
 $(PYYAML_DIR)/yaml/__init__.py:
 	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
 		--target $(PYYAML_DIR) PyYAML==$(PYYAML_VERSION)
+
+# promtool for the alert tests: the one on PATH, else the one Debian's prometheus package ships,
+# unpacked under target/tools/ with `apt-get download` and `dpkg-deb -x`: no root, and the
+# package is not installed, so no Prometheus daemon starts. apt-get reads apt's package lists:
+# where they are missing, run `apt-get update` once as root (.ci/run does).
+PROMTOOL_DIR := target/tools/prometheus-deb
+$(TOOLS_BIN)/promtool:
+	mkdir -p $(TOOLS_BIN)
+	@if found="$$(command -v promtool)"; then \
+		ln -sfn "$$found" $@; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		rm -rf $(PROMTOOL_DIR) && mkdir -p $(PROMTOOL_DIR) && \
+		(cd $(PROMTOOL_DIR) && apt-get download prometheus) && \
+		dpkg-deb -x $(PROMTOOL_DIR)/prometheus_*.deb $(PROMTOOL_DIR)/root && \
+		ln -sfn ../prometheus-deb/root/usr/bin/promtool $@ || { \
+		echo "promtool: apt-get download prometheus failed; run 'apt-get update' as root, or put promtool on PATH." >&2; exit 1; }; \
+	else \
+		echo "promtool is not on PATH and there is no apt-get: install promtool (it comes with Prometheus)." >&2; exit 1; \
+	fi
+	$@ --version
 
 policy.wasm: $(SOURCE_FILES) $(WASM_OPT) | rust-wasm-target
 	cargo build --target=wasm32-wasip1 --release --locked -p capi-template-guard
@@ -97,14 +117,28 @@ $(TESTHOST): $(TESTHOST_FILES) Cargo.lock
 fmt: rust-components
 	cargo fmt --all -- --check
 
+# --all-targets leaves out the test binaries declared `test = false` (size, alerts): named apart.
 .PHONY: lint
 lint: rust-components
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --locked --test size --test alerts -- -D warnings
 
-# tests/size.rs checks the size of policy.wasm. The fuzz run is the `fuzz` target.
+# Every workspace test but the fuzz run (the `fuzz` target): what Kubewarden's reusable workflow
+# runs on a fresh checkout, so none of it needs a build of make's.
 .PHONY: unit-tests
-unit-tests: policy.wasm
+unit-tests:
 	cargo test --workspace --locked -- --skip fuzz::
+
+# The test binaries that need what make builds or installs (`test = false` in Cargo.toml, so that
+# `cargo test --workspace` leaves them out): the size budget of policy.wasm (tests/size.rs), and
+# the alerts of examples/prometheus-rule.yaml through promtool (tests/alerts/).
+.PHONY: size-test
+size-test: policy.wasm
+	cargo test --locked --test size
+
+.PHONY: alert-tests
+alert-tests: $(TOOLS_BIN)/promtool
+	PROMTOOL=$(TOOLS_BIN)/promtool cargo test --locked --test alerts -- --nocapture
 
 # Property tests over the native entry point (src/fuzz.rs): CASES generated cases (20,000 in
 # `make test`), printing cases per second; a failing case is saved under test_data/fuzz-failures/.
@@ -156,10 +190,10 @@ cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq $(PYYAML_DIR)/yaml/__init__
 	cargo build -p template-cleanup --locked
 	collector/tests/e2e.sh
 
-# Everything: formatting, lints, unit tests (policy and test host), the bounded fuzz run, the wasm
-# build, e2e.bats, the clean-up end to end.
+# Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
+# the alerts through promtool, the bounded fuzz run, e2e.bats, the clean-up end to end.
 .PHONY: test
-test: fmt lint unit-tests fuzz e2e-tests cleanup-e2e
+test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.

@@ -1,6 +1,11 @@
 //! The size budget of the module `make policy.wasm` builds. The policy server downloads, verifies
 //! and compiles the module on every start of every replica; the size is deterministic for a given
 //! toolchain, so this is a test, not a benchmark. `make size-report` shows what takes the space.
+//!
+//! Run by `make test` only (`make size-test`, after `make policy.wasm`): Cargo.toml declares this
+//! test binary with `test = false`, so `cargo test --workspace` on a fresh checkout, as
+//! Kubewarden's reusable workflow runs it, does not build or run it, and `cargo test --test size`
+//! runs it by name. Without policy.wasm it fails, saying how to build it.
 
 use std::path::Path;
 
@@ -13,7 +18,7 @@ fn policy_wasm_fits_the_size_budget() {
     let size = match std::fs::metadata(&path) {
         Ok(meta) => meta.len(),
         Err(e) => panic!(
-            "{} cannot be read ({e}): run `make policy.wasm` first (`make test` and `make unit-tests` do)",
+            "{} cannot be read ({e}): run `make size-test`, which builds it first (`make test` does too)",
             path.display()
         ),
     };

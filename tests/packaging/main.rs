@@ -12,9 +12,11 @@
 //!   component runs them on a server of their own.
 //! - The clean-up job (examples/cleanup/) may delete exactly the kinds the guard guards, runs the
 //!   image the release builds for amd64 and arm64 and signs, locked down.
-//! - The release workflow pushes to the OCI repository named in metadata.yml.
+//! - The release workflow pushes to the OCI repository named in metadata.yml, and the release
+//!   checklist makes public and verifies every artifact it publishes.
 //! - The deploy-tool snippets keep and label the templates and nothing else (deploy_tools.rs),
-//!   and the alerts read only metrics, labels and names that exist (alerts.rs).
+//!   and the alerts select the names the other examples give and link their runbooks
+//!   (alerts.rs; promtool proves what they fire on, in tests/alerts/).
 //! - The contact is the issue tracker; no placeholder mailbox is named.
 //! - The README stays short.
 //!

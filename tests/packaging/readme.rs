@@ -301,6 +301,8 @@ fn make_prerequisites(makefile: &str, target: &str) -> Vec<String> {
 #[case::lint_has_clippy("lint", "rust-components")]
 #[case::e2e_has_bats("e2e-tests", "$(TOOLS_BIN)/bats")]
 #[case::e2e_has_jq("e2e-tests", "$(TOOLS_BIN)/jq")]
+#[case::alerts_have_promtool("alert-tests", "$(TOOLS_BIN)/promtool")]
+#[case::size_builds_the_module("size-test", "policy.wasm")]
 fn the_two_commands_set_themselves_up(#[case] target: &str, #[case] prerequisite: &str) {
     let makefile = read("Makefile");
     let prerequisites = make_prerequisites(&makefile, target);
@@ -343,4 +345,29 @@ fn ci_relies_on_the_makefile_for_the_set_up() {
         make_prerequisites("a: b \\\n c | d\n\tx\n", "a"),
         ["b", "c", "|", "d"]
     );
+}
+
+/// Kubewarden's reusable workflow (reusable-test-policy-rust.yml, kubewarden/github-actions
+/// v7.0.1) gates the release on these four commands, run on a fresh checkout with no `make`
+/// before them: CI runs them as written, before `make setup` builds anything.
+#[test]
+fn ci_runs_the_release_workflows_commands_before_make() {
+    let ci = read(".ci/run");
+    let lines: Vec<&str> = ci.lines().map(str::trim).collect();
+    let setup = lines
+        .iter()
+        .position(|l| *l == "make setup")
+        .expect(".ci/run runs `make setup`");
+    for command in [
+        "cargo check --workspace --locked",
+        "cargo test --workspace --locked",
+        "cargo fmt --all -- --check",
+        "cargo clippy --workspace --locked -- -D warnings",
+    ] {
+        let at = lines.iter().position(|l| *l == command);
+        assert!(
+            at.is_some_and(|at| at < setup),
+            ".ci/run must run `{command}` as a line of its own before `make setup`"
+        );
+    }
 }

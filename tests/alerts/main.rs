@@ -1,0 +1,147 @@
+//! The alerts of examples/prometheus-rule.yaml, checked and unit-tested by promtool.
+//!
+//! promtool reads plain rule files, not PrometheusRule objects, so the test writes the object's
+//! `spec.groups` to `rules.yaml`, copies the unit tests of this folder (`*.yaml`, promtool's
+//! `test rules` format) beside it, and runs `promtool check rules` and `promtool test rules`.
+//! The unit tests feed each alert the traffic it is for (the clean-up's one short burst per hour,
+//! a deploy tool stuck for a day, a failed pass) and the normal traffic that must not fire it
+//! (the clean-up's hourly refusals of templates in use).
+//!
+//! Run by `make test` only (`make alert-tests`, which installs promtool first and passes it in
+//! `PROMTOOL`): Cargo.toml declares this test binary with `test = false`, so that `cargo test
+//! --workspace`, as Kubewarden's reusable workflow runs it on a machine without promtool, does
+//! not run it. Without promtool it fails, saying how to install it.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RULES: &str = "examples/prometheus-rule.yaml";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn yaml(path: &Path) -> Value {
+    let text =
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    Value::deserialize(yaml_serde::Deserializer::from_str(&text))
+        .unwrap_or_else(|e| panic!("{} does not parse as YAML: {e}", path.display()))
+}
+
+/// The unit-test files of this folder, sorted.
+fn unit_tests() -> Vec<PathBuf> {
+    let dir = root().join("tests/alerts");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{} holds no unit tests", dir.display());
+    files
+}
+
+/// The PrometheusRule's groups as a plain rules file.
+fn rule_groups() -> Value {
+    let rule = yaml(&root().join(RULES));
+    assert_eq!(rule["kind"], "PrometheusRule", "{RULES}");
+    let groups = rule
+        .pointer("/spec/groups")
+        .unwrap_or_else(|| panic!("{RULES} has no spec.groups"));
+    serde_json::json!({ "groups": groups })
+}
+
+fn alert_names() -> BTreeSet<String> {
+    let groups = rule_groups();
+    let mut names = BTreeSet::new();
+    for group in groups["groups"].as_array().into_iter().flatten() {
+        for rule in group["rules"].as_array().into_iter().flatten() {
+            if let Some(alert) = rule["alert"].as_str() {
+                names.insert(alert.to_string());
+            }
+        }
+    }
+    names
+}
+
+fn promtool(dir: &Path, args: &[&str]) -> String {
+    let program = std::env::var("PROMTOOL").unwrap_or_else(|_| "promtool".to_string());
+    let output = Command::new(&program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "promtool cannot be run ({program}: {e}). Run `make alert-tests`, which installs it \
+                 under target/tools/bin from Debian's prometheus package, or put promtool on PATH."
+            )
+        });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "promtool {} failed:\n{text}",
+        args.join(" ")
+    );
+    text
+}
+
+#[test]
+fn promtool_checks_the_rules_and_passes_every_unit_test() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("alerts");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    let rules = yaml_serde::to_string(&rule_groups()).expect("JSON values serialize as YAML");
+    fs::write(dir.join("rules.yaml"), rules).expect("rules.yaml is written");
+    let mut names = Vec::new();
+    for file in unit_tests() {
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a UTF-8 file name")
+            .to_string();
+        fs::copy(&file, dir.join(&name)).expect("the unit test is copied");
+        names.push(name);
+    }
+    print!("{}", promtool(&dir, &["check", "rules", "rules.yaml"]));
+    let mut args = vec!["test", "rules"];
+    args.extend(names.iter().map(String::as_str));
+    print!("{}", promtool(&dir, &args));
+}
+
+/// Each alert has a case in which it fires, so none is proven only by never firing.
+#[test]
+fn every_alert_fires_in_some_unit_test() {
+    let mut fired = BTreeSet::new();
+    for file in unit_tests() {
+        let tests = yaml(&file);
+        for case in tests["tests"].as_array().into_iter().flatten() {
+            for check in case["alert_rule_test"].as_array().into_iter().flatten() {
+                let fires = check["exp_alerts"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty());
+                if let (true, Some(name)) = (fires, check["alertname"].as_str()) {
+                    fired.insert(name.to_string());
+                }
+            }
+        }
+    }
+    let missing: Vec<_> = alert_names().difference(&fired).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "no unit test in tests/alerts/ expects these alerts to fire: {missing:?}"
+    );
+    let unknown: Vec<_> = fired.difference(&alert_names()).cloned().collect();
+    assert!(
+        unknown.is_empty(),
+        "tests/alerts/ expects alerts that {RULES} does not define: {unknown:?}"
+    );
+}
