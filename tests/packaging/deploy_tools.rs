@@ -20,10 +20,13 @@ const ARGOCD: &str = "examples/deploy-tools/argocd-application.yaml";
 const POST_RENDERER: &str = "examples/deploy-tools/helm-post-renderer.sh";
 
 const CLEANUP_LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
-const KEEP_ANNOTATIONS: [(&str, &str); 3] = [
+const KEEP_ANNOTATIONS: [(&str, &str); 4] = [
     ("helm.sh/resource-policy", "keep"),
     ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
     ("argocd.argoproj.io/sync-options", "Prune=false"),
+    // With Prune=false a kept template dropped from Git leaves the Application OutOfSync; this
+    // leaves it out of the Application's sync status (Argo CD docs/user-guide/compare-options.md).
+    ("argocd.argoproj.io/compare-options", "IgnoreExtraneous"),
 ];
 
 /// What a chart for a Metal3 cluster renders, and what must stay untouched beside it.

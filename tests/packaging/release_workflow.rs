@@ -1,5 +1,6 @@
-//! The release workflow pushes to the OCI repository named in metadata.yml, and publishes the
-//! repository's own artifacthub-pkg.yml instead of regenerating it.
+//! The release workflow pushes to the OCI repository named in metadata.yml, publishes the
+//! repository's own artifacthub-pkg.yml instead of regenerating it, and the release checklist
+//! covers every artifact it publishes.
 
 use super::*;
 
@@ -46,4 +47,43 @@ fn release_workflow_publishes_the_repositorys_artifacthub_package() {
         publish.contains("cp artifacthub-pkg.yml README.md artifacthub-repo.yml"),
         "{what} must publish the repository's artifacthub-pkg.yml"
     );
+}
+
+/// Every artifact a release publishes (the policy, and the clean-up image that the CronJob of
+/// examples/cleanup pulls) is on the checklist of CONTRIBUTING.md: made public once, and verified
+/// with a copy-paste `cosign verify` of this version after each release.
+#[test]
+fn the_release_checklist_covers_every_published_artifact() {
+    let metadata = Metadata::load();
+    let policy = metadata.annotation(ANNOTATION_OCI_URL).to_string();
+    let owner = policy
+        .split("/policies/")
+        .next()
+        .expect("split yields a first part")
+        .to_string();
+    let image = format!("{owner}/template-cleanup");
+    let workflow = read(".github/workflows/release.yml");
+    assert!(
+        workflow.contains("IMAGE: ghcr.io/${{ github.repository_owner }}/template-cleanup"),
+        ".github/workflows/release.yml no longer pushes {image}: update this check and the checklist"
+    );
+    let contributing = read("CONTRIBUTING.md");
+    let releasing = contributing
+        .split("\n## Releasing\n")
+        .nth(1)
+        .expect("CONTRIBUTING.md has a `## Releasing` section");
+    for (artifact, package) in [
+        (policy.as_str(), "policies/capi-template-guard"),
+        (image.as_str(), "template-cleanup"),
+    ] {
+        let verify = format!("cosign verify {artifact}:v{}", metadata.version());
+        assert!(
+            releasing.contains(&verify),
+            "CONTRIBUTING.md, Releasing: no `{verify}` after the release"
+        );
+        assert!(
+            releasing.contains(&format!("`{package}`")),
+            "CONTRIBUTING.md, Releasing: the package `{package}` is never made public"
+        );
+    }
 }
