@@ -448,3 +448,28 @@ fn the_recommended_chart_is_the_admission_controller() {
         "artifacthub-pkg.yml recommendations must name the admission-controller chart only"
     );
 }
+
+/// The license every manifest declares is the one the repository ships in full.
+#[test]
+fn the_declared_license_is_the_license_file() {
+    let metadata = Metadata::load();
+    assert_eq!(metadata.annotation(ANNOTATION_LICENSE), "Apache-2.0");
+    assert_eq!(
+        read("Cargo.toml")
+            .lines()
+            .find(|line| line.starts_with("license = "))
+            .expect("Cargo.toml declares a license"),
+        r#"license = "Apache-2.0""#
+    );
+    let license = read("LICENSE");
+    let words: Vec<&str> = license.split_whitespace().take(5).collect();
+    assert_eq!(
+        words,
+        ["Apache", "License", "Version", "2.0,", "January"],
+        "LICENSE must hold the Apache License 2.0 text"
+    );
+    assert!(
+        license.contains("END OF TERMS AND CONDITIONS"),
+        "LICENSE must hold the whole text, terms included"
+    );
+}
