@@ -21,20 +21,18 @@ SIZE_BUDGET := 307200
 # Set-up, done by the targets that need it, so that `make evaluate` and `make test` work on a
 # fresh machine with only rustup and Node: the Rust target and components through rustup, and
 # every other tool pinned under target/tools/ (bats from npm, jaq from crates.io as the `jq` that
-# e2e.bats and the scripts call, PyYAML from PyPI for the clean-up end to end's fakeapi), on PATH
-# through target/tools/bin. Needed beforehand: rustup, Node with npm, python3 with pip, curl.
+# e2e.bats and the scripts call), on PATH through target/tools/bin. Needed beforehand: rustup,
+# Node with npm, curl.
 TOOLS_BIN := $(CURDIR)/target/tools/bin
 BATS_VERSION := 1.13.0
 BATS_DIR := target/tools/bats-$(BATS_VERSION)
 JAQ_VERSION := 3.1.2
 JAQ_DIR := target/tools/jaq-$(JAQ_VERSION)
-PYYAML_VERSION := 6.0.3
-PYYAML_DIR := target/tools/pyyaml-$(PYYAML_VERSION)
 export PATH := $(TOOLS_BIN):$(PATH)
 
 .PHONY: setup rust-wasm-target rust-components
 setup: rust-wasm-target rust-components $(WASM_OPT) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq \
-	$(PYYAML_DIR)/yaml/__init__.py $(TOOLS_BIN)/promtool
+	$(TOOLS_BIN)/promtool
 
 rust-wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
@@ -58,10 +56,6 @@ $(JAQ_DIR)/bin/jaq:
 $(TOOLS_BIN)/jq: $(JAQ_DIR)/bin/jaq
 	mkdir -p $(TOOLS_BIN) && ln -sfn ../jaq-$(JAQ_VERSION)/bin/jaq $@
 	$@ --version
-
-$(PYYAML_DIR)/yaml/__init__.py:
-	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-		--target $(PYYAML_DIR) PyYAML==$(PYYAML_VERSION)
 
 # promtool for the alert tests: the one on PATH, else the one Debian's prometheus package ships,
 # unpacked under target/tools/ with `apt-get download` and `dpkg-deb -x`: no root, and the
@@ -181,12 +175,11 @@ e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq
 		echo "kwctl is not on PATH: e2e.bats ran through the test host only."; \
 	fi
 
-# The clean-up end to end, with no cluster: template-cleanup against ../shared/tools/fakeapi, whose
-# template DELETEs the compiled policy judges through `testhost webhook` (collector/tests/e2e.sh;
-# needs python3 with PyYAML, curl and jq). Prints TAP lines.
+# The clean-up end to end, with no cluster: template-cleanup against `testhost apiserver`, whose
+# validating webhook runs the compiled policy on template DELETEs (collector/tests/e2e.sh; needs
+# curl and jq). Prints TAP lines.
 .PHONY: cleanup-e2e
-cleanup-e2e: export PYTHONPATH := $(CURDIR)/$(PYYAML_DIR)
-cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq $(PYYAML_DIR)/yaml/__init__.py
+cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	cargo build -p template-cleanup --locked
 	collector/tests/e2e.sh
 

@@ -14,12 +14,12 @@ use serde_json::json;
 use tabled::{builder::Builder, settings::Style};
 
 use crate::admission::{ValidateRequest, ValidationResponse};
+use crate::apiserver::objects::*;
+use crate::apiserver::render::admission_request;
+use crate::apiserver::{Api, ApiHost};
 use crate::engine::{Policy, PolicyModule};
 use crate::host::{lock, ContextAwareResource, HostState, Responder};
 use crate::session::KubeRequest;
-use crate::simulate::api::{Api, SimHost};
-use crate::simulate::objects::*;
-use crate::simulate::render::admission_request;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -165,7 +165,7 @@ struct Traffic {
 /// The simulation's API server, its answers kept like the policy server's caches (the objects
 /// do not change during a bench), counting calls and bytes.
 struct CachedHost {
-    host: SimHost,
+    host: ApiHost,
     cache: HashMap<String, Result<Vec<u8>, String>>,
     traffic: Arc<Mutex<Traffic>>,
 }
@@ -204,7 +204,7 @@ impl Bench {
         api.ignore_masks = !masks;
         let traffic = Arc::new(Mutex::new(Traffic::default()));
         let host = CachedHost {
-            host: SimHost {
+            host: ApiHost {
                 api: Arc::new(Mutex::new(api)),
             },
             cache: HashMap::new(),

@@ -4,13 +4,12 @@
 //! [`engine`].
 
 mod admission;
+mod apiserver;
 mod bench;
 mod engine;
 mod host;
-mod kube;
 mod session;
 mod simulate;
-mod webhook;
 
 use std::process::ExitCode;
 
@@ -46,8 +45,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
     Simulate(simulate::SimulateArgs),
-    /// Serve the policy as a validating webhook whose lookups go to an API server (clean-up e2e)
-    Webhook(webhook::WebhookArgs),
+    /// Serve a state file of objects as kube-apiserver does, DELETEs of templates judged by the
+    /// policy as a validating webhook (the clean-up's end to end)
+    Apiserver(apiserver::http::ApiServerArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,7 +66,7 @@ fn main() -> ExitCode {
         }
         Command::Bench(args) => bench::bench(args),
         Command::Simulate(args) => simulate::run(args, verbose),
-        Command::Webhook(args) => webhook::serve(args, verbose),
+        Command::Apiserver(args) => apiserver::http::serve(args, verbose),
     };
     result.unwrap_or_else(|e| {
         // as a Rust `main` returning `anyhow::Result` prints it (kwctl's way), causes on one line

@@ -16,8 +16,8 @@
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::{Actor, World};
+use crate::apiserver::objects::*;
 
 #[derive(Debug, Default)]
 pub struct Capm3;

@@ -9,8 +9,8 @@ use template_cleanup_core::answer::{self, Outcome, Refused};
 use template_cleanup_core::declared::Declared;
 use template_cleanup_core::select::{self, Skip, Template};
 
-use super::objects::*;
 use super::world::{Actor, World};
+use crate::apiserver::objects::*;
 
 /// The example's `--min-age`.
 const MIN_AGE: u64 = 600;
@@ -72,7 +72,7 @@ fn listed(o: &Obj) -> Template {
             group: o.kind.group().into(),
             version: "v1beta1".into(),
             kind: o.kind.name().into(),
-            plural: crate::kube::plural(o.kind.name()),
+            plural: crate::apiserver::kube::plural(o.kind.name()),
         },
         namespace: NAMESPACE.into(),
         name: o.name.clone(),

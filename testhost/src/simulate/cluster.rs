@@ -9,8 +9,8 @@
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::{Actor, World};
+use crate::apiserver::objects::*;
 
 /// One reconcile of the Cluster being deleted; true when it changed something.
 pub fn reconcile_delete(w: &mut World) -> Result<bool> {

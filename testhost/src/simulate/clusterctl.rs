@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::{Actor, World};
+use crate::apiserver::objects::*;
 use crate::host::lock;
 
 /// The waits between the ten attempts to delete an object, in whole seconds: newWriteBackoff's

@@ -7,8 +7,8 @@
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::World;
+use crate::apiserver::objects::*;
 
 /// One reconcile; true when it changed something.
 pub fn reconcile(w: &mut World) -> Result<bool> {

@@ -4,9 +4,9 @@
 
 use anyhow::{anyhow, Result};
 
-use super::objects::*;
 use super::scenario::{Deployer, OnRefusal};
 use super::world::World;
+use crate::apiserver::objects::*;
 use crate::host::lock;
 
 impl World<'_> {

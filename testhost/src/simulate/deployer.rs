@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::scenario::{Deployer, OnRefusal};
 use super::world::{Actor, World};
+use crate::apiserver::objects::*;
 
 /// The account its deletes come from (the policy reads no user: one name for every tool).
 const USER: &str = "deploy-tool";

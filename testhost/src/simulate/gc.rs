@@ -10,8 +10,8 @@
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::{Actor, Backoff, World};
+use crate::apiserver::objects::*;
 
 #[derive(Debug, Default)]
 pub struct GarbageCollector(Backoff);

@@ -17,9 +17,9 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::topology::topology_finalizer;
 use super::world::{Backoff, World};
+use crate::apiserver::objects::*;
 
 /// One reconcile of `md`; true when it changed something. `backoff`: its work queue's retries.
 pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool> {

@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::topology::topology_finalizer;
 use super::world::{Backoff, World};
+use crate::apiserver::objects::*;
 
 /// One reconcile of `ms`; true when it changed something. `backoff`: its work queue's retries.
 pub fn reconcile(w: &mut World, backoff: &mut Backoff, ms: &str) -> Result<bool> {

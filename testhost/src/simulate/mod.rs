@@ -5,7 +5,6 @@
 //! simulated cluster ([`api`]); verdicts are read from the AdmissionResponse only. Every seed is
 //! run twice: with the policy, and without it (every request allowed, nothing mutated).
 
-pub mod api;
 mod capm3;
 mod cleanup;
 mod cluster;
@@ -17,8 +16,6 @@ mod gc;
 mod machinedeployment;
 mod machineset;
 mod namespace;
-pub mod objects;
-pub mod render;
 mod rng;
 mod scenario;
 mod sim;
@@ -42,7 +39,7 @@ use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
 use crate::host::HostState;
 
-use api::{Api, SimHost};
+use crate::apiserver::{Api, ApiHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
 use world::Verdict;
 
@@ -144,7 +141,7 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
         let state = HostState {
             allow_list: allow_list.clone(),
             verbose,
-            responder: Some(Box::new(SimHost { api: api.clone() })),
+            responder: Some(Box::new(ApiHost { api: api.clone() })),
             ..Default::default()
         };
         Ok((module.load_with_settings(state, &json!({}))?, api))

@@ -1,8 +1,8 @@
 //! What a seed chooses (deploy tool, lifecycle, releases, sizes, what the upgrade changes),
 //! the world it starts with, and what a run measures.
 
-use super::objects::{Installed, Kind, HOUR};
 use super::rng::Rng;
+use crate::apiserver::objects::{Installed, Kind, HOUR};
 
 /// How the seed's release rolls out: a deploy tool that points the owners at new templates and
 /// deletes the retired ones, or a ClusterClass. Ordered as [`Deployer::ALL`].
@@ -202,68 +202,58 @@ impl Scenario {
     }
 }
 
-/// What one run measured.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Metrics {
-    pub decisions: u64,
-    pub lost: u64,
-    /// Decisions CAPM3 >= 1.13 cannot make (no reuse): it may not read an RKE2 control plane.
-    pub no_rbac: u64,
-    pub missing: u64,
+/// The per-run metrics, each said once: its field and the label of its row in the summary,
+/// in the summary's order.
+macro_rules! metrics {
+    ($($(#[doc = $doc:literal])* $field:ident: $label:literal,)*) => {
+        /// What one run measured.
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct Metrics {
+            $($(#[doc = $doc])* pub $field: u64,)*
+        }
+
+        impl Metrics {
+            pub fn add(&mut self, o: &Metrics) {
+                $(self.$field += o.$field;)*
+            }
+
+            /// The summary's rows: label and value.
+            pub fn rows(&self) -> Vec<(&'static str, u64)> {
+                vec![$(($label, self.$field)),*]
+            }
+        }
+    };
+}
+
+metrics! {
+    lost: "node-reuse decisions lost (must be 0)",
+    missing: "missing-template reconcile errors (must be 0)",
+    stuck: "stuck flows (must be 0)",
+    /// Templates a deploy tool or controller gave up deleting after a refusal (or never tries).
+    leaked: "templates leaked: a delete given up or never made (explained flows only)",
+    /// Templates nothing needs that are still there at the end, declared by no deploy tool:
+    /// nothing collected them.
+    left: "templates left at the end, nothing collected them (must be 0)",
+    refused_creates: "refused Metal3Machine creates (must be 0)",
+    /// Clean-up passes that failed on an answer other than the guard's refusal.
+    cleanup_failed: "clean-up passes failed on another answer (must be 0)",
+    refused: "refused deletes",
     /// Reconcile errors on templates released because their Cluster is being deleted, in
     /// controllers that have not been told to delete yet (nothing scales up any more, and CAPM3
     /// makes no node-reuse decisions while the Cluster is being deleted).
-    pub missing_cluster_deleting: u64,
-    pub stuck: u64,
-    /// Templates a deploy tool or controller gave up deleting after a refusal (or never tries).
-    pub leaked: u64,
-    /// Templates nothing needs that are still there at the end, declared by no deploy tool:
-    /// nothing collected them.
-    pub left: u64,
-    pub refused: u64,
-    pub retries: u64,
-    pub refused_creates: u64,
-    /// Clean-up passes that failed on an answer other than the guard's refusal.
-    pub cleanup_failed: u64,
+    missing_cluster_deleting: "missing-template errors while the Cluster is being deleted",
+    retries: "retries",
     /// Templates a clean-up pass left to the deploy tool that still declares them.
-    pub cleanup_declared: u64,
-    pub admissions: u64,
-    pub mutations: u64,
-    pub host_calls: u64,
+    cleanup_declared: "clean-up candidates left to the deploy tool that declares them",
+    decisions: "node-reuse decisions made",
+    /// Decisions CAPM3 >= 1.13 cannot make (no reuse): it may not read an RKE2 control plane.
+    no_rbac: "decisions CAPM3 >= 1.13 cannot make: no RBAC for an RKE2 control plane",
+    mutations: "Metal3Machines annotated",
+    admissions: "guarded requests (evaluations, with the policy)",
+    host_calls: "host calls",
 }
 
 impl Metrics {
-    pub fn add(&mut self, o: &Metrics) {
-        macro_rules! add {
-            ($($field:ident)*) => { $(self.$field += o.$field;)* };
-        }
-        add!(decisions lost no_rbac missing missing_cluster_deleting stuck leaked left refused retries);
-        add!(refused_creates cleanup_failed cleanup_declared admissions mutations host_calls);
-    }
-
-    /// The first table's rows: label and value.
-    pub fn rows(&self) -> [(&'static str, u64); 16] {
-        let values = [
-            self.lost,
-            self.missing,
-            self.stuck,
-            self.leaked,
-            self.left,
-            self.refused_creates,
-            self.cleanup_failed,
-            self.refused,
-            self.missing_cluster_deleting,
-            self.retries,
-            self.cleanup_declared,
-            self.decisions,
-            self.no_rbac,
-            self.mutations,
-            self.admissions,
-            self.host_calls,
-        ];
-        std::array::from_fn(|i| (ROWS[i], values[i]))
-    }
-
     /// With the policy these must be zero; leaks only in a flow whose deployer explains them.
     pub fn failed(&self, deployer: Deployer) -> bool {
         let unexplained_leaks = deployer
@@ -274,22 +264,3 @@ impl Metrics {
         must_be_zero + self.refused_creates + self.cleanup_failed + unexplained_leaks > 0
     }
 }
-
-const ROWS: [&str; 16] = [
-    "node-reuse decisions lost (must be 0)",
-    "missing-template reconcile errors (must be 0)",
-    "stuck flows (must be 0)",
-    "templates leaked: a delete given up or never made (explained flows only)",
-    "templates left at the end, nothing collected them (must be 0)",
-    "refused Metal3Machine creates (must be 0)",
-    "clean-up passes failed on another answer (must be 0)",
-    "refused deletes",
-    "missing-template errors while the Cluster is being deleted",
-    "retries",
-    "clean-up candidates left to the deploy tool that declares them",
-    "node-reuse decisions made",
-    "decisions CAPM3 >= 1.13 cannot make: no RBAC for an RKE2 control plane",
-    "Metal3Machines annotated",
-    "guarded requests (evaluations, with the policy)",
-    "host calls",
-];

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::api::Api;
 use super::capm3::Capm3;
 use super::cleanup::CleanupJob;
 use super::cluster::{self, ClusterDeletion};
@@ -18,10 +17,11 @@ use super::gc::GarbageCollector;
 use super::machinedeployment;
 use super::machineset;
 use super::namespace::NamespaceController;
-use super::objects::{Kind, HOUR};
 use super::scenario::{Lifecycle, Metrics, Scenario};
 use super::topology;
 use super::world::{Actor, Admit, Controller, WorkQueue, World};
+use crate::apiserver::objects::{Kind, HOUR};
+use crate::apiserver::Api;
 
 /// Everything settles before this (the clean-up job runs hourly until then).
 const HORIZON: u64 = 12 * HOUR;
@@ -112,10 +112,10 @@ pub(super) mod testing {
 
     use serde_json::Value;
 
-    use super::super::objects::{Obj, Spec, CLUSTER};
     use super::super::rng::Rng;
     use super::super::world::Verdict;
     use super::*;
+    use crate::apiserver::objects::{Obj, Spec, CLUSTER};
     // what the actors' tests name their flows by
     pub use super::super::scenario::{Deployer, Lifecycle};
 

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::objects::*;
 use super::world::{Backoff, World};
+use crate::apiserver::objects::*;
 
 /// One reconcile; true when it changed something.
 pub fn reconcile(w: &mut World) -> Result<bool> {

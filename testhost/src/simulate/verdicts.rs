@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use super::objects::*;
 use super::scenario::Lifecycle;
 use super::world::World;
+use crate::apiserver::objects::*;
 use crate::host::lock;
 
 /// A flow that has not finished this long after it started is stuck.

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use serde_json::Value;
 
-use super::api::Api;
-use super::objects::*;
-use super::render::admission_request;
 use super::rng::Rng;
 use super::scenario::{Metrics, Scenario};
+use crate::apiserver::objects::*;
+use crate::apiserver::render::admission_request;
+use crate::apiserver::Api;
 use crate::host::lock;
 
 /// The answer of the admission chain, read from the AdmissionResponse only.

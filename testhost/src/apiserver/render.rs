@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
+use super::kube;
 use super::objects::{Installed, Kind, Obj, Ref, Spec, NAMESPACE};
-use crate::kube;
 
 /// The AdmissionReview request of a DELETE, CREATE or UPDATE of `obj` by `user`, with `obj` at
 /// `version`, and the object as sent.

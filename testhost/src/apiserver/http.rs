@@ -1,0 +1,498 @@
+//! `testhost apiserver`: [`Api`] over plain HTTP on loopback, answering the requests
+//! template-cleanup (kube-rs) sends the way kube-apiserver v1.33 answers them: discovery, lists
+//! (`limit` and `continue` pages, label selectors, metadata-only), gets, and DELETEs with dry run,
+//! preconditions, finalizers and a validating webhook for templates, whose policy server is the
+//! compiled policy run in process (its lookups answered from the same [`Api`]). One request at a
+//! time (`tiny_http`): a test tool, not a server. No watch: the clean-up sends none.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use percent_encoding::percent_decode_str;
+use serde_json::{json, Value};
+use tiny_http::{Header, Response, Server};
+
+use super::{kube, Api, ApiHost, Key};
+use crate::engine::{Policy, PolicyModule};
+use crate::host::{lock, HostState};
+
+mod delete;
+
+#[derive(Debug, Args)]
+pub struct ApiServerArgs {
+    /// The objects to serve: a JSON array of objects, each served at its apiVersion (the
+    /// simulated providers' kinds are served too, at v1beta1)
+    #[arg(long, value_name = "FILE")]
+    state: PathBuf,
+
+    /// Where to listen; port 0 picks a free one
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+
+    /// Write a kubeconfig for this server here once listening
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Append one line per request here: method, path, status and what was done
+    #[arg(long, value_name = "PATH")]
+    log: Option<PathBuf>,
+
+    /// The policy the validating webhook runs on every DELETE of a kind ending in `Template`;
+    /// without it, the webhook's policy server cannot be reached
+    #[arg(long, value_name = "POLICY.wasm")]
+    policy: Option<String>,
+
+    /// JSON string containing the settings for the policy
+    #[arg(long, value_name = "VALUE", default_value = "{}")]
+    settings_json: String,
+
+    /// The webhook's name in the API server's refusals
+    #[arg(
+        long,
+        default_value = "clusterwide-capi-template-guard.kubewarden.admission"
+    )]
+    webhook: String,
+
+    /// The webhook's failurePolicy: what a DELETE gets when the webhook cannot be reached
+    #[arg(long, default_value = "Fail", value_parser = ["Fail", "Ignore"])]
+    failure_policy: String,
+
+    /// The policy server runs the policy in Kubewarden's monitor mode: it allows every request
+    /// and logs what the policy would have refused
+    #[arg(long)]
+    monitor: bool,
+
+    /// `delete:KIND=recreate`: a DELETE of a KIND finds it deleted and created again under the
+    /// same name since the client read it (new uid, resourceVersion and creationTimestamp)
+    #[arg(long = "fault", value_name = "delete:KIND=recreate")]
+    faults: Vec<String>,
+}
+
+/// An answer: status code, body (a string is sent as plain text), what was done (for the log).
+#[derive(Debug)]
+struct Reply(u16, Value, String);
+
+/// A `Status` as kube-apiserver sends it (k8s.io/apimachinery v0.33, pkg/api/errors); an empty
+/// reason or details is left out, as Go's `omitempty` does.
+fn status(code: u16, reason: &str, message: String, details: Value) -> Reply {
+    let mut body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "details": details, "code": code});
+    if let Some(body) = body.as_object_mut() {
+        body.retain(|k, v| !(k == "reason" && v == "" || k == "details" && v.is_null()));
+    }
+    Reply(code, body, format!("{reason} {code}").trim().to_string())
+}
+
+fn ok(body: Value) -> Reply {
+    Reply(200, body, String::new())
+}
+
+fn bad_request(message: String) -> Reply {
+    status(400, "BadRequest", message, Value::Null)
+}
+
+/// kube-apiserver's answer to a path it does not serve: plain text.
+fn page_not_found() -> Reply {
+    Reply(404, json!("404 page not found\n"), "not served".into())
+}
+
+/// Now, RFC 3339 to the second.
+fn now() -> Value {
+    json!(format!("{:.0}", jiff::Timestamp::now()))
+}
+
+/// Kubernetes version priority as a sort key: GA, beta, alpha, higher numbers first.
+fn priority(version: &str) -> (u8, i64, i64) {
+    let number = |s: &str| -s.parse::<i64>().unwrap_or(0);
+    let rest = version.trim_start_matches('v');
+    for (level, rank) in [("beta", 1), ("alpha", 2)] {
+        if let Some((major, minor)) = rest.split_once(level) {
+            return (rank, number(major), number(minor));
+        }
+    }
+    (0, number(rest), 0)
+}
+
+/// The resource a request names: `/api/v1` or `/apis/{group}/{version}`, then
+/// `[namespaces/{namespace}/]{plural}[/{name}]`.
+struct Target {
+    api_version: String,
+    kind: String,
+    plural: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl Target {
+    fn group(&self) -> &str {
+        self.api_version.split_once('/').map_or("", |(g, _)| g)
+    }
+
+    /// `plural.group` (`plural` in the core group), as kube-apiserver names a resource.
+    fn resource(&self) -> String {
+        [self.plural.as_str(), self.group()]
+            .join(".")
+            .trim_end_matches('.')
+            .to_string()
+    }
+
+    fn key(&self) -> Key {
+        let (v, k, n) = (&self.api_version, &self.kind, &self.name);
+        (
+            v.into(),
+            k.into(),
+            self.namespace.clone().unwrap_or_default(),
+            n.into(),
+        )
+    }
+
+    fn status(&self, code: u16, reason: &str, message: String) -> Reply {
+        let details = json!({"name": self.name, "group": self.group(), "kind": self.plural});
+        status(code, reason, message, details)
+    }
+
+    fn not_found(&self) -> Reply {
+        let message = format!("{} \"{}\" not found", self.resource(), self.name);
+        self.status(404, "NotFound", message)
+    }
+}
+
+struct Front {
+    api: Arc<Mutex<Api>>,
+    /// The webhook's policy and settings; `None`: its policy server cannot be reached.
+    policy: Option<(Policy, Value)>,
+    args: ApiServerArgs,
+    /// Kinds whose DELETE finds the object re-created.
+    recreate: Vec<String>,
+}
+
+impl Front {
+    fn answer(&self, method: &str, url: &str, accept: &str, body: &str) -> Reply {
+        let decode = |s: &str| {
+            percent_decode_str(&s.replace('+', " "))
+                .decode_utf8_lossy()
+                .into()
+        };
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let query: BTreeMap<String, String> = query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (decode(k), decode(v)))
+            .collect();
+        let parts: Vec<String> = path
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(decode)
+            .collect();
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let served = lock(&self.api).served();
+        let (api_version, rest) = match (method, parts.as_slice()) {
+            ("GET", ["api"]) => return ok(json!({"kind": "APIVersions", "versions": ["v1"]})),
+            ("GET", ["apis"]) => return ok(groups(&served)),
+            (_, ["api", version, rest @ ..]) => (version.to_string(), rest),
+            (_, ["apis", group, version, rest @ ..]) => (format!("{group}/{version}"), rest),
+            _ => return page_not_found(),
+        };
+        let Some(kinds) = served.get(&api_version) else {
+            return page_not_found();
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+            _ => (None, rest),
+        };
+        let (plural, name) = match rest {
+            [] if method == "GET" => return ok(self.resources(&api_version, kinds)),
+            [plural] => (*plural, String::new()),
+            [plural, name] => (*plural, name.to_string()),
+            _ => return page_not_found(),
+        };
+        let Some(kind) = kinds.iter().find(|k| kube::plural(k) == plural).cloned() else {
+            return page_not_found();
+        };
+        let plural = plural.into();
+        let target = Target {
+            api_version,
+            kind,
+            plural,
+            namespace,
+            name,
+        };
+        let api = lock(&self.api);
+        let resource = (target.api_version.as_str(), target.kind.as_str());
+        match (method, target.name.is_empty()) {
+            ("GET", true) => self.list(&api, &target, &query, accept),
+            ("GET", false) => match api.get(resource, &target.name, target.namespace.as_deref()) {
+                Ok(object) => ok(object),
+                Err(_) => target.not_found(),
+            },
+            ("DELETE", false) => {
+                drop(api);
+                self.delete(&target, &query, body)
+            }
+            _ => page_not_found(),
+        }
+    }
+
+    fn resources(&self, api_version: &str, kinds: &BTreeSet<String>) -> Value {
+        let api = lock(&self.api);
+        let resources: Vec<Value> = kinds.iter().map(|kind| json!({
+            "name": kube::plural(kind), "singularName": kind.to_lowercase(), "kind": kind,
+            "namespaced": api.namespaced(api_version, kind),
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        })).collect();
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version, "resources": resources})
+    }
+
+    /// One page of a list: `limit` items from the `continue` token (here the index of the next
+    /// item), whole objects or, when `Accept` asks for a PartialObjectMetadataList (kube-rs
+    /// `Api::list_metadata`), their metadata only.
+    fn list(
+        &self,
+        api: &Api,
+        target: &Target,
+        query: &BTreeMap<String, String>,
+        accept: &str,
+    ) -> Reply {
+        let selector = query.get("labelSelector").map_or("", String::as_str);
+        let resource = (target.api_version.as_str(), target.kind.as_str());
+        let items = match api.list(resource, target.namespace.as_deref(), selector) {
+            Ok(items) => items,
+            Err(e) => return bad_request(e),
+        };
+        let Ok(start) = query.get("continue").map_or(Ok(0), |c| c.parse::<usize>()) else {
+            return bad_request("continue key is not valid".into());
+        };
+        let limit = query
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|&l| l > 0);
+        let end = limit.map_or(items.len(), |l| items.len().min(start + l));
+        let mut page = items.get(start..end).unwrap_or_default().to_vec();
+        let note = format!("{} of {} items", page.len(), items.len());
+        let revision = api.revision.to_string();
+        let mut answer = kube::list_answer(resource.0, resource.1, &revision, Vec::new());
+        if end < items.len() {
+            answer["metadata"]["continue"] = json!(end.to_string());
+            answer["metadata"]["remainingItemCount"] = json!(items.len() - end);
+        }
+        if accept.contains("as=PartialObjectMetadataList") {
+            for item in &mut page {
+                *item = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": item["metadata"].take()});
+            }
+            answer["apiVersion"] = json!("meta.k8s.io/v1");
+            answer["kind"] = json!("PartialObjectMetadataList");
+        }
+        answer["items"] = json!(page);
+        Reply(200, answer, note)
+    }
+}
+
+/// The APIGroupList of the served groups, each with its versions by priority.
+fn groups(served: &BTreeMap<String, BTreeSet<String>>) -> Value {
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (group, version) in served.keys().filter_map(|v| v.split_once('/')) {
+        groups.entry(group).or_default().push(version);
+    }
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .map(|(group, mut versions)| {
+            versions.sort_by_key(|v| priority(v));
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+                .collect();
+            json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `testhost apiserver`: serves the state until killed.
+pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
+    let state = std::fs::read_to_string(&args.state)
+        .with_context(|| format!("cannot read the state file {}", args.state.display()))?;
+    let objects: Vec<Value> = serde_json::from_str(&state).with_context(|| {
+        format!(
+            "{} must be a JSON array of Kubernetes objects",
+            args.state.display()
+        )
+    })?;
+    let mut api = Api::default();
+    for object in objects {
+        api.hold(object)
+            .map_err(|e| anyhow!("{}: {e}", args.state.display()))?;
+    }
+    let recreate = args.faults.iter().map(|fault| {
+        let kind = fault
+            .strip_prefix("delete:")
+            .and_then(|f| f.strip_suffix("=recreate"));
+        kind.map(str::to_string).ok_or_else(|| {
+            anyhow!("--fault {fault}: the only fault served is delete:KIND=recreate")
+        })
+    });
+    let recreate = recreate.collect::<Result<Vec<_>>>()?;
+    let api = Arc::new(Mutex::new(api));
+    let policy = match &args.policy {
+        Some(path) => {
+            let settings: Value = serde_json::from_str(&args.settings_json)
+                .map_err(|e| anyhow!("Cannot parse settings JSON: {e}"))?;
+            let module = PolicyModule::open(path)?;
+            let state = HostState {
+                allow_list: module.allow_list(true),
+                verbose,
+                responder: Some(Box::new(ApiHost { api: api.clone() })),
+                ..Default::default()
+            };
+            Some((module.load_with_settings(state, &settings)?, settings))
+        }
+        None => None,
+    };
+    let server = Server::http(args.listen.as_str())
+        .map_err(|e| anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let address = server
+        .server_addr()
+        .to_ip()
+        .with_context(|| format!("{} is not an IP address to listen on", args.listen))?;
+    if let Some(path) = &args.kubeconfig {
+        let config = format!("apiVersion: v1\nkind: Config\nclusters:\n- name: testhost\n  cluster:\n    server: http://{address}\nusers:\n- name: testhost\n  user: {{}}\ncontexts:\n- name: testhost\n  context:\n    cluster: testhost\n    user: testhost\n    namespace: default\ncurrent-context: testhost\n");
+        // written whole under another name first, so that a reader never sees half of it
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, config)
+            .and_then(|()| std::fs::rename(&partial, path))
+            .with_context(|| format!("cannot write the kubeconfig {}", path.display()))?;
+    }
+    let mut log = match &args.log {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log {}", path.display()))?,
+        ),
+        None => None,
+    };
+    eprintln!(" INFO testhost: API server listening on http://{address}");
+    let json_type = Header::from_bytes("Content-Type", "application/json")
+        .map_err(|()| anyhow!("Content-Type: application/json is not a header"))?;
+    let front = Front {
+        api,
+        policy,
+        args,
+        recreate,
+    };
+    for mut request in server.incoming_requests() {
+        let mut body = String::new();
+        let accept = request.headers().iter().find(|h| h.field.equiv("Accept"));
+        let accept = accept.map_or(String::new(), |h| h.value.to_string());
+        let (method, url) = (request.method().to_string(), request.url().to_string());
+        let Reply(code, answer, note) = match request.as_reader().read_to_string(&mut body) {
+            Ok(_) => front.answer(&method, &url, &accept, &body),
+            Err(e) => bad_request(format!("cannot read the request body: {e}")),
+        };
+        if let Some(Err(e)) = log
+            .as_mut()
+            .map(|log| writeln!(log, "{method} {url} {code} {note}"))
+        {
+            eprintln!(" WARN testhost: cannot write the log: {e}");
+        }
+        let response = match answer {
+            Value::String(text) => Response::from_string(text),
+            body => Response::from_string(body.to_string()).with_header(json_type.clone()),
+        };
+        if let Err(e) = request.respond(response.with_status_code(code)) {
+            eprintln!(" WARN testhost: cannot answer {method} {url}: {e}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ApiServerArgs,
+    }
+
+    /// A front without a policy (its webhook unreachable) on two templates, one with a finalizer,
+    /// and a cluster-scoped policy.
+    pub(super) fn front(flags: &[&str]) -> Front {
+        let mut api = Api::default();
+        for (name, finalizers) in [("a", json!([])), ("b", json!(["keep"]))] {
+            let meta = json!({"name": name, "namespace": "edge", "labels": {"tier": name}, "finalizers": finalizers});
+            let template = json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "metadata": meta});
+            api.hold(template).unwrap();
+        }
+        let policy = json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "metadata": {"name": "guard"}});
+        api.hold(policy).unwrap();
+        let args = Cli::parse_from([&["testhost", "--state", "-"], flags].concat()).args;
+        let recreate = args
+            .faults
+            .iter()
+            .map(|f| f[7..f.len() - 9].to_string())
+            .collect();
+        let api = Arc::new(Mutex::new(api));
+        Front {
+            api,
+            policy: None,
+            args,
+            recreate,
+        }
+    }
+
+    pub(super) const M3MT: &str =
+        "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/edge/metal3machinetemplates";
+
+    pub(super) fn get(front: &Front, url: &str) -> Reply {
+        front.answer("GET", url, "application/json", "")
+    }
+
+    #[test]
+    fn discovery_names_groups_versions_and_resources() {
+        let Reply(_, groups, _) = get(&front(&[]), "/apis");
+        let capi = groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "policies.kubewarden.io");
+        assert_eq!(capi.unwrap()["preferredVersion"]["version"], "v1");
+        let Reply(_, list, _) = get(&front(&[]), "/apis/policies.kubewarden.io/v1");
+        assert_eq!(list["resources"][0]["name"], "clusteradmissionpolicies");
+        assert_eq!(list["resources"][0]["namespaced"], false);
+        assert_eq!(get(&front(&[]), "/apis/nothing.io/v1").0, 404);
+        let mut versions = ["v1beta1", "v1", "v1alpha2", "v2", "v1beta2"];
+        versions.sort_by_key(|v| priority(v));
+        assert_eq!(versions, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha2"]);
+    }
+
+    #[test]
+    fn lists_page_select_and_strip_to_metadata() {
+        let front = front(&[]);
+        let Reply(code, page, _) = get(&front, &format!("{M3MT}?limit=1"));
+        assert_eq!(
+            (code, page["items"][0]["metadata"]["name"].as_str()),
+            (200, Some("a"))
+        );
+        let next = page["metadata"]["continue"].as_str().unwrap();
+        let Reply(_, page, _) = get(&front, &format!("{M3MT}?limit=1&continue={next}"));
+        assert_eq!(page["items"][0]["metadata"]["name"], "b");
+        assert_eq!(page["metadata"]["continue"], Value::Null);
+        let Reply(_, page, _) = get(&front, &format!("{M3MT}?labelSelector=tier%3Db"));
+        assert_eq!(page["items"].as_array().unwrap().len(), 1);
+        let Reply(_, page, _) = get(&front, &format!("{M3MT}?labelSelector=tier%21%3Db,%21x"));
+        assert_eq!(page["items"][0]["metadata"]["name"], "a");
+        let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        let Reply(_, page, _) = front.answer("GET", M3MT, accept, "");
+        assert_eq!(page["kind"], "PartialObjectMetadataList");
+        assert_eq!(page["items"][0]["kind"], "PartialObjectMetadata");
+        assert_eq!(page["items"][0].get("spec"), None);
+    }
+}

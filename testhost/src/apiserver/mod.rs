@@ -1,0 +1,430 @@
+//! The API server model that `simulate`, `bench` and `apiserver` (over HTTP, [`http`]) share: the
+//! Cluster API objects of [`objects`], served in the shape of the API version asked for
+//! ([`render`]), and objects of any other kind held as JSON (the HTTP front's state file), with
+//! label selectors, the CRD list of the custom kinds served, and the host's answers and error texts
+//! of [`kube`].
+
+pub mod http;
+pub mod kube;
+pub mod objects;
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::host::{lock, Responder};
+use crate::session::KubeRequest;
+use kube::Crd;
+use objects::{installed, Installed, Kind, Store, NAMESPACE};
+use render::render;
+
+/// apiVersion, kind, namespace ("" for a cluster-scoped object) and name.
+pub type Key = (String, String, String, String);
+
+/// Core kinds every cluster serves, held or not.
+const BUILT_IN: [(&str, &str); 3] = [("v1", "Namespace"), ("v1", "Secret"), ("v1", "ConfigMap")];
+
+/// The simulated cluster(s): the management cluster, and the target of a `clusterctl move`.
+#[derive(Debug, Clone, Default)]
+pub struct Api {
+    pub installed: Installed,
+    pub stores: [Store; 2],
+    /// Which store answers the policy's lookups (0: source, 1: move target).
+    pub active: usize,
+    pub host_calls: u64,
+    pub host_bytes: u64,
+    /// Answer whole objects, as hosts before kwctl 1.33 did (the bench's column "masks ignored").
+    pub ignore_masks: bool,
+    /// Objects of any kind as JSON, each served at its apiVersion.
+    pub held: BTreeMap<Key, Value>,
+    /// The last resourceVersion given to a held object.
+    pub revision: u64,
+}
+
+impl Api {
+    pub fn new(installed: Installed) -> Self {
+        Api {
+            installed,
+            ..Api::default()
+        }
+    }
+
+    /// Holds `object`, giving it the uid, resourceVersion and creationTimestamp the API server
+    /// writes when it lacks them.
+    pub fn hold(&mut self, mut object: Value) -> Result<(), String> {
+        let text = |o: &Value, pointer: &str| {
+            o.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let (Some(api_version), Some(kind), Some(name)) = (
+            text(&object, "/apiVersion"),
+            text(&object, "/kind"),
+            text(&object, "/metadata/name"),
+        ) else {
+            return Err(format!(
+                "every object needs apiVersion, kind and metadata.name; this one has not: {object}"
+            ));
+        };
+        self.revision += 1;
+        let revision = self.revision;
+        if let Some(meta) = object["metadata"].as_object_mut() {
+            let uid = format!("00000000-0000-4000-8000-{revision:012}");
+            meta.entry("uid").or_insert(json!(uid));
+            meta.entry("resourceVersion")
+                .or_insert(json!(revision.to_string()));
+            meta.entry("creationTimestamp")
+                .or_insert(json!("2025-01-01T00:00:00Z"));
+        }
+        let namespace = text(&object, "/metadata/namespace").unwrap_or_default();
+        self.held
+            .insert((api_version, kind, namespace, name), object);
+        Ok(())
+    }
+
+    /// Every served apiVersion with its kinds: the installed providers' at the versions they
+    /// serve, the held ones, the core kinds and the CRDs.
+    pub fn served(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (group, kind, provider, _) in installed() {
+            for version in ["v1beta1", "v1beta2"] {
+                if self.installed.provider_serves(provider, version) {
+                    let entry = out.entry(format!("{group}/{version}")).or_default();
+                    entry.insert(kind.into());
+                }
+            }
+        }
+        let held = self.held.keys().map(|k| (k.0.as_str(), k.1.as_str()));
+        let crd = [(kube::CRD_API_VERSION, kube::CRD_KIND)];
+        for (api_version, kind) in held.chain(BUILT_IN).chain(crd) {
+            out.entry(api_version.into())
+                .or_default()
+                .insert(kind.into());
+        }
+        out
+    }
+
+    /// Whether `kind` at `api_version` is namespaced: unless it is held without a namespace, or
+    /// is a Namespace or a CRD.
+    pub fn namespaced(&self, api_version: &str, kind: &str) -> bool {
+        let cluster = |k: &Key| k.0 == api_version && k.1 == kind && k.2.is_empty();
+        ![kube::CRD_KIND, "Namespace"].contains(&kind) && !self.held.keys().any(cluster)
+    }
+
+    /// The simulated kind (`None`: none simulated, held or installed empty) and the version
+    /// `api_version` names.
+    fn resolve<'v>(
+        &self,
+        api_version: &'v str,
+        kind: &str,
+    ) -> Result<(Option<Kind>, &'v str), String> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let held = |k: Option<&str>| {
+            let mut other = self.held.keys().map(|key| (key.0.as_str(), key.1.as_str()));
+            let built_in = BUILT_IN
+                .iter()
+                .any(|&(v, n)| v == api_version && k.is_none_or(|k| k == n));
+            built_in || other.any(|(v, n)| v == api_version && k.is_none_or(|k| k == n))
+        };
+        let mut served = installed()
+            .filter(|&(g, _, p, _)| g == group && self.installed.provider_serves(p, version))
+            .peekable();
+        if served.peek().is_none() && !held(None) {
+            return Err(kube::no_such_group_version(api_version, kind));
+        }
+        match served.find(|&(_, name, ..)| name == kind) {
+            Some((.., simulated)) => Ok((simulated, version)),
+            None if held(Some(kind)) => Ok((None, version)),
+            None => Err(kube::no_such_kind(api_version, kind)),
+        }
+    }
+
+    /// The objects of a kind in `namespace` (`None`: every namespace) whose labels match
+    /// `selector`, as the API server sends them.
+    pub fn list(
+        &self,
+        (api_version, kind): (&str, &str),
+        namespace: Option<&str>,
+        selector: &str,
+    ) -> Result<Vec<Value>, String> {
+        let selector = Selector::parse(selector)?;
+        if (api_version, kind) == (kube::CRD_API_VERSION, kube::CRD_KIND) {
+            return Ok(self.crds().iter().map(Crd::render).collect());
+        }
+        let (simulated, version) = self.resolve(api_version, kind)?;
+        let simulated = simulated
+            .filter(|_| namespace.is_none_or(|ns| ns == NAMESPACE))
+            .into_iter()
+            .flat_map(|k| self.stores[self.active].of_kind(k))
+            .map(|o| render(o, version, &self.installed));
+        let held = self.held.iter().filter(|((v, k, ns, _), _)| {
+            v == api_version && k == kind && namespace.is_none_or(|n| n == ns)
+        });
+        let held = held.map(|(_, o)| o.clone());
+        Ok(simulated
+            .chain(held)
+            .filter(|o| selector.matches(o))
+            .collect())
+    }
+
+    /// One object, as the API server sends it; the host's text when it does not exist.
+    pub fn get(
+        &self,
+        (api_version, kind): (&str, &str),
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<Value, String> {
+        let (simulated, version) = self.resolve(api_version, kind)?;
+        let key = |ns: &str| (api_version.into(), kind.into(), ns.into(), name.into());
+        let simulated = simulated
+            .filter(|_| namespace == Some(NAMESPACE))
+            .and_then(|k| self.stores[self.active].get(k, name))
+            .map(|o| render(o, version, &self.installed));
+        simulated
+            .or_else(|| self.held.get(&key(namespace.unwrap_or_default())).cloned())
+            .ok_or_else(|| kube::no_such_object(api_version, kind, name, namespace))
+    }
+
+    /// One CRD per custom kind served (its group is not a built-in `*.k8s.io` one), listing every
+    /// version it is served at, so a kind installed or held here is in the CRD list too.
+    pub fn crds(&self) -> Vec<Crd> {
+        let mut crds: BTreeMap<(String, String), Vec<(String, bool)>> = BTreeMap::new();
+        for (api_version, kinds) in self.served() {
+            let Some((group, version)) = api_version.split_once('/') else {
+                continue;
+            };
+            for kind in kinds.into_iter().filter(|_| !group.ends_with(".k8s.io")) {
+                let versions = crds.entry((group.into(), kind)).or_default();
+                versions.push((version.into(), true));
+            }
+        }
+        let crd = |((group, kind), versions)| Crd {
+            group,
+            kind,
+            versions,
+        };
+        crds.into_iter().map(crd).collect()
+    }
+}
+
+/// A label selector of equality and existence requirements joined by commas (`a=b`, `a==b`,
+/// `a!=b`, `a`, `!a`), matched as k8s.io/apimachinery v0.33's `labels.Parse` does; set-based
+/// requirements (`in`, `notin`), which no caller of this server sends, are refused.
+struct Selector(Vec<(String, Option<String>, bool)>);
+
+impl Selector {
+    fn parse(text: &str) -> Result<Selector, String> {
+        let mut requirements = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if part.contains('(') {
+                return Err(format!("the label selector {text:?} is set-based; this API server serves equality and existence requirements only"));
+            }
+            let (key, value, equal) = if let Some((k, v)) = part.split_once("!=") {
+                (k, Some(v), false)
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                (k, Some(v), true)
+            } else if let Some(k) = part.strip_prefix('!') {
+                (k, None, false)
+            } else {
+                (part, None, true)
+            };
+            requirements.push((key.trim().into(), value.map(|v| v.trim().into()), equal));
+        }
+        Ok(Selector(requirements))
+    }
+
+    /// A `!=` requirement matches an object without the label, as upstream's does.
+    fn matches(&self, object: &Value) -> bool {
+        let labels = &object["metadata"]["labels"];
+        self.0.iter().all(|(key, value, equal)| {
+            let label = labels.get(key).and_then(Value::as_str);
+            match value {
+                Some(value) => (label == Some(value.as_str())) == *equal,
+                None => label.is_some() == *equal,
+            }
+        })
+    }
+}
+
+/// The host side: answers the policy's Kubernetes calls from [`Api`] as the policy server does
+/// (lists as its reflectors keep them, gets pruned to their masks but for their metadata),
+/// counting calls and bytes.
+pub struct ApiHost {
+    pub api: Arc<Mutex<Api>>,
+}
+
+impl Responder for ApiHost {
+    fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
+        let mut api = lock(&self.api);
+        api.host_calls += 1;
+        let resource = request.resource();
+        let ignore = api.ignore_masks;
+        fn masks(m: &Option<BTreeSet<String>>, ignore: bool) -> Option<&BTreeSet<String>> {
+            m.as_ref().filter(|_| !ignore)
+        }
+        let list = |namespace, label: &Option<String>, field: &Option<String>, m| {
+            // the policy sends none (its lookups' tests check it)
+            if field.as_ref().is_some_and(|f| !f.is_empty()) {
+                return Err(format!("field selectors are not served ({field:?})"));
+            }
+            let items = api.list(resource, namespace, label.as_deref().unwrap_or_default())?;
+            let items = items.iter().map(|o| kube::apply_masks(o, m)).collect();
+            Ok(kube::list_answer(resource.0, resource.1, "1", items))
+        };
+        let answer = match request {
+            KubeRequest::KubernetesListResourceNamespace(r) => list(
+                Some(&r.namespace),
+                &r.label_selector,
+                &r.field_selector,
+                masks(&r.field_masks, ignore),
+            ),
+            KubeRequest::KubernetesListResourceAll(r) => list(
+                None,
+                &r.label_selector,
+                &r.field_selector,
+                masks(&r.field_masks, ignore),
+            ),
+            KubeRequest::KubernetesGetResource(r) => api
+                .get(resource, &r.name, r.namespace.as_deref())
+                .map(|o| kube::apply_get_masks(&o, masks(&r.field_masks, ignore))),
+        }?;
+        let bytes = serde_json::to_vec(&answer).map_err(|e| e.to_string())?;
+        api.host_bytes += bytes.len() as u64;
+        Ok(bytes)
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::objects::{MsSpec, Obj, Ref, Spec};
+    use super::*;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+    use serde_json::json;
+
+    /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, and one MachineSet.
+    fn api() -> Api {
+        let mut api = Api::new(Installed {
+            capi_v1beta2: true,
+            metal3_v1beta2: false,
+            rke2: None,
+        });
+        let spec = Spec::MachineSet(MsSpec {
+            infra: Ref::new(Kind::Metal3MachineTemplate, "w-1"),
+            bootstrap: Ref::new(Kind::KubeadmConfigTemplate, "b-1"),
+            replicas: 2,
+            status_replicas: Some(2),
+        });
+        let mut ms = Obj::new(Kind::MachineSet, "md-1", spec);
+        ms.owner_cluster = Some("edge-a".into());
+        api.stores[0].create(ms, 10);
+        api
+    }
+
+    fn list(api_version: &str, kind: &str, masks: &[&str]) -> Result<Value, String> {
+        let masks = masks.iter().map(|m| m.to_string()).collect();
+        let items = api().list((api_version, kind), Some(NAMESPACE), "")?;
+        let items = items
+            .iter()
+            .map(|o| kube::apply_masks(o, Some(&masks)))
+            .collect();
+        Ok(kube::list_answer(api_version, kind, "1", items))
+    }
+
+    #[test]
+    fn list_in_both_shapes_with_masks() {
+        let masks = ["spec.template.spec.infrastructureRef", "status.replicas"];
+        let v2 = list("cluster.x-k8s.io/v1beta2", "MachineSet", &masks).unwrap();
+        assert_eq!(v2["kind"], "MachineSetList");
+        let item = &v2["items"][0];
+        assert_eq!(
+            item["spec"],
+            json!({"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "w-1"}}}})
+        );
+        assert_eq!(item["status"], json!({"replicas": 2}));
+        assert_eq!(item["metadata"]["managedFields"], json!([]));
+        assert_eq!(item["metadata"]["ownerReferences"][0]["kind"], "Cluster");
+        let v1 = list("cluster.x-k8s.io/v1beta1", "MachineSet", &masks[..1]).unwrap();
+        // CAPM3 <= 1.12 serves its templates at v1beta1 only
+        assert_eq!(
+            v1["items"][0]["spec"]["template"]["spec"]["infrastructureRef"]["apiVersion"],
+            "infrastructure.cluster.x-k8s.io/v1beta1"
+        );
+    }
+
+    #[test]
+    fn host_error_texts() {
+        let err = list(
+            "infrastructure.cluster.x-k8s.io/v1beta2",
+            "Metal3Machine",
+            &[],
+        );
+        assert_eq!(
+            err.unwrap_err().split(':').next(),
+            Some("error finding resource infrastructure.cluster.x-k8s.io/v1beta2 / Metal3Machine")
+        );
+        assert_eq!(
+            list(
+                "controlplane.cluster.x-k8s.io/v1beta2",
+                "RKE2ControlPlane",
+                &[]
+            ),
+            Err(
+                "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane"
+                    .into()
+            )
+        );
+        let gvk = ("cluster.x-k8s.io/v1beta2", "Cluster");
+        assert_eq!(
+            api().get(gvk, "edge-a", Some(NAMESPACE)),
+            Err("Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'".into())
+        );
+        // a get is pruned to its masks too, its metadata kept as the API server sent it
+        let masks = ["status.replicas".to_string()].into();
+        let gvk = ("cluster.x-k8s.io/v1beta2", "MachineSet");
+        let ms = api().get(gvk, "md-1", Some(NAMESPACE)).unwrap();
+        let ms = kube::apply_get_masks(&ms, Some(&masks));
+        assert_eq!(
+            (&ms["spec"], &ms["status"]),
+            (&Value::Null, &json!({"replicas": 2}))
+        );
+        assert_eq!(ms["metadata"]["managedFields"][0]["manager"], "simulation");
+        // an installed kind the simulation holds no objects of
+        let machines = list("cluster.x-k8s.io/v1beta2", "Machine", &[]).unwrap();
+        assert_eq!(machines["items"], json!([]));
+    }
+
+    #[test]
+    fn the_crd_list_names_the_installed_kinds_at_their_served_versions() {
+        let mut host = ApiHost {
+            api: Arc::new(Mutex::new(api())),
+        };
+        let request = KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
+            api_version: kube::CRD_API_VERSION.into(),
+            kind: kube::CRD_KIND.into(),
+            label_selector: None,
+            field_selector: None,
+            field_masks: None,
+        });
+        let crds: Value = serde_json::from_slice(&host.respond(&request).unwrap()).unwrap();
+        let crds = crds["items"].as_array().unwrap();
+        let names: Vec<&str> = crds
+            .iter()
+            .filter_map(|c| c["metadata"]["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"clusterclasses.cluster.x-k8s.io"),
+            "{names:?}"
+        );
+        // RKE2 is not installed in this release: no CRD, so the policy makes no call for it
+        assert!(!names.iter().any(|n| n.contains("rke2")), "{names:?}");
+        let m3mt = crds
+            .iter()
+            .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate")
+            .unwrap();
+        assert_eq!(
+            m3mt["spec"]["versions"],
+            json!([{"name": "v1beta1", "served": true, "storage": true}])
+        );
+    }
+}
