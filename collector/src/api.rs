@@ -1,6 +1,6 @@
 //! Every call to the API server: the guard policy, discovery, paged lists and the DELETEs. Each
-//! call is bounded by `--request-timeout`; a failed answer is read from its HTTP status and
-//! `Status` body, never from a log.
+//! call is bounded by `--request-timeout`; reads are retried with backoff ([`retrying_reads`]); a
+//! failed answer is read from its HTTP status and `Status` body, never from a log.
 
 use std::future::Future;
 use std::time::Duration;
@@ -9,15 +9,56 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
 };
+use kube::client::retry::RetryPolicy;
+use kube::client::Body;
 use kube::Client;
 use serde_json::Value;
 use template_cleanup_core::answer::Refused;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::select::Template;
 use template_cleanup_core::Kind;
+use tower::retry::{Policy, RetryLayer};
+use tower::BoxError;
 
 /// Items per list page; longer lists follow `continue`.
 const PAGE: u32 = 500;
+
+/// kube-rs's [`RetryPolicy`] (exponential backoff with jitter from 500 ms to 5 s, three retries,
+/// on 429, 503 and 504: kube-client 5.0.0 `src/client/retry.rs`) for reads only. A DELETE is
+/// never sent twice: its answer decides, and a DELETE sent again after a 504 could report the
+/// first one's deletion as "already gone".
+#[derive(Clone)]
+pub struct Reads(RetryPolicy);
+
+impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
+    type Future =
+        <RetryPolicy as Policy<http::Request<Body>, http::Response<Res>, BoxError>>::Future;
+
+    fn retry(
+        &mut self,
+        request: &mut http::Request<Body>,
+        result: &mut Result<http::Response<Res>, BoxError>,
+    ) -> Option<Self::Future> {
+        if request.method() == http::Method::GET {
+            self.0.retry(request, result)
+        } else {
+            None
+        }
+    }
+
+    fn clone_request(&mut self, request: &http::Request<Body>) -> Option<http::Request<Body>> {
+        if request.method() == http::Method::GET {
+            <RetryPolicy as Policy<http::Request<Body>, http::Response<Res>, BoxError>>::clone_request(&mut self.0, request)
+        } else {
+            None
+        }
+    }
+}
+
+/// The layer that retries reads, for the client's service stack.
+pub fn retrying_reads() -> RetryLayer<Reads> {
+    RetryLayer::new(Reads(RetryPolicy::default()))
+}
 
 /// A call that got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +148,23 @@ impl Cluster {
         }
     }
 
+    /// A namespaced object by name; `Ok(None)` when the API server says 404.
+    pub async fn get(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, CallError> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &api_resource(kind));
+        let what = format!("get {} {namespace}/{name}", kind.resource());
+        match self.call(&what, api.get(name)).await {
+            Ok(object) => to_json(&object).map(Some),
+            Err(e) if e.code() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The resources of `groups` the API server serves, every served version (GET /apis, then
     /// GET /apis/{group}/{version}). A group it does not serve is left out.
     pub async fn discover(&self, groups: &[String]) -> Result<Vec<Served>, CallError> {
@@ -182,31 +240,62 @@ impl Cluster {
         Ok(out)
     }
 
-    /// One DELETE: background propagation, preconditions on uid and resourceVersion, a
-    /// server-side dry run when asked. Never a grace period, never a finalizer change. `Ok(())` is
-    /// 2xx.
-    pub async fn delete(&self, template: &Template, dry_run: bool) -> Result<(), CallError> {
-        let resource = api_resource(&template.kind);
+    /// One DELETE of a listed template: background propagation, preconditions on uid and
+    /// resourceVersion, a server-side dry run when asked. Never a grace period, never a finalizer
+    /// change. `Ok(true)`: 2xx, and finalizers are pending (the answer is the object, with
+    /// `metadata.deletionTimestamp` set); `Ok(false)`: 2xx, gone.
+    pub async fn delete(&self, template: &Template, dry_run: bool) -> Result<bool, CallError> {
+        self.delete_object(
+            &template.kind,
+            &template.namespace,
+            &template.name,
+            Preconditions {
+                uid: Some(template.uid.clone()),
+                resource_version: Some(template.resource_version.clone()),
+            },
+            dry_run,
+        )
+        .await
+    }
+
+    /// The probe's DELETE: a server-side dry run (`dryRun=All`), with a precondition on the uid it
+    /// read.
+    pub async fn probe_delete(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<bool, CallError> {
+        let preconditions = Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        };
+        self.delete_object(kind, namespace, name, preconditions, true)
+            .await
+    }
+
+    async fn delete_object(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: Preconditions,
+        dry_run: bool,
+    ) -> Result<bool, CallError> {
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), &template.namespace, &resource);
+            Api::namespaced_with(self.client.clone(), namespace, &api_resource(kind));
         let params = DeleteParams {
             dry_run,
             propagation_policy: Some(PropagationPolicy::Background),
-            preconditions: Some(Preconditions {
-                uid: Some(template.uid.clone()),
-                resource_version: Some(template.resource_version.clone()),
-            }),
+            preconditions: Some(preconditions),
             ..DeleteParams::default()
         };
-        let what = format!(
-            "delete {} {}/{}",
-            template.kind.resource(),
-            template.namespace,
-            template.name
-        );
-        self.call(&what, api.delete(&template.name, &params))
-            .await
-            .map(|_| ())
+        let what = format!("delete {} {namespace}/{name}", kind.resource());
+        let answer = self.call(&what, api.delete(name, &params)).await?;
+        Ok(answer
+            .left()
+            .is_some_and(|object| object.metadata.deletion_timestamp.is_some()))
     }
 }
 

@@ -36,8 +36,8 @@ pub struct Args {
     pub dry_run: bool,
 
     /// Leave templates younger than this alone (a deploy tool creates a template a moment before
-    /// it points a MachineDeployment or control plane at it). Units: s, m, h, d
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    /// it points a MachineDeployment or control plane at it), as in 10m or 1h30m; not 0
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_min_age)]
     pub min_age: Duration,
 
     /// The guard's ClusterAdmissionPolicy
@@ -56,8 +56,8 @@ pub struct Args {
     #[arg(long, value_name = "NS", requires = "helm_releases")]
     pub helm_storage_namespace: Vec<String>,
 
-    /// Give up on an API request after this long. Units: s, m, h, d
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    /// Give up on an API request after this long (reads retried included), as in 30s; not 0
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
     pub request_timeout: Duration,
 
     /// Output format: one line per template, or one JSON document
@@ -65,26 +65,33 @@ pub struct Args {
     pub output: Output,
 }
 
-/// `90s`, `10m`, `1h`, `2d` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, "s"), |i| text.split_at(i));
-    let factor = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => {
-            return Err(format!(
-                "{text:?} is not a duration: use a whole number and s, m, h or d, as in 10m"
-            ))
-        }
-    };
-    let n: u64 = number.parse().map_err(|_| {
-        format!("{text:?} is not a duration: use a whole number and s, m, h or d, as in 10m")
+/// A positive duration as humantime reads it: `90s`, `10m`, `1h30m`, `2d`.
+fn positive(text: &str, flag: &str, zero: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| {
+        format!("{text:?} is not a duration ({e}): write a number with a unit, as in 10m or 1h30m")
     })?;
-    Ok(Duration::from_secs(n.saturating_mul(factor)))
+    if duration.is_zero() {
+        return Err(format!("{flag} cannot be 0: {zero}"));
+    }
+    Ok(duration)
+}
+
+/// `--min-age`.
+pub fn parse_min_age(text: &str) -> Result<Duration, String> {
+    positive(
+        text,
+        "--min-age",
+        "a deploy tool creates a template a moment before it points a MachineDeployment or control plane at it, and such a template must not be deleted in between.",
+    )
+}
+
+/// `--request-timeout`.
+pub fn parse_request_timeout(text: &str) -> Result<Duration, String> {
+    positive(
+        text,
+        "--request-timeout",
+        "every request would time out before it is sent.",
+    )
 }
 
 #[cfg(test)]
@@ -96,16 +103,35 @@ mod tests {
     #[case("90s", Ok(90))]
     #[case("10m", Ok(600))]
     #[case("1h", Ok(3600))]
+    #[case("1h30m", Ok(5400))]
     #[case("2d", Ok(172_800))]
-    #[case("45", Ok(45))]
-    #[case("10 m", Err(()))]
-    #[case("m", Err(()))]
-    #[case("1.5h", Err(()))]
-    #[case("-1m", Err(()))]
-    fn durations(#[case] text: &str, #[case] seconds: Result<u64, ()>) {
+    #[case("45", Err("\"45\" is not a duration ("))]
+    #[case("m", Err("\"m\" is not a duration ("))]
+    #[case("-1m", Err("\"-1m\" is not a duration ("))]
+    #[case("0s", Err("--min-age cannot be 0: a deploy tool creates a template"))]
+    #[case("0", Err("--min-age cannot be 0: "))]
+    fn min_ages(#[case] text: &str, #[case] expected: Result<u64, &str>) {
+        match (parse_min_age(text), expected) {
+            (Ok(d), Ok(seconds)) => assert_eq!(d.as_secs(), seconds),
+            (Err(e), Err(start)) => assert!(e.starts_with(start), "{e}"),
+            (got, expected) => panic!("{text}: expected {expected:?}, got {got:?}"),
+        }
+    }
+
+    #[test]
+    fn a_request_timeout_of_0_is_refused_with_the_reason() {
         assert_eq!(
-            parse_duration(text).map(|d| d.as_secs()).map_err(|_| ()),
-            seconds
+            parse_request_timeout("0s"),
+            Err(
+                "--request-timeout cannot be 0: every request would time out before it is sent."
+                    .to_string()
+            )
+        );
+        assert_eq!(parse_request_timeout("1m30s"), Ok(Duration::from_secs(90)));
+        let err = Args::try_parse_from(["template-cleanup", "--request-timeout", "0"]).unwrap_err();
+        assert!(
+            err.to_string().contains("--request-timeout cannot be 0"),
+            "{err}"
         );
     }
 

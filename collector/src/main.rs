@@ -4,6 +4,7 @@
 mod api;
 mod cli;
 mod pass;
+mod probe;
 mod report;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use kube::api::ApiResource;
 use serde_json::Value;
-use template_cleanup_core::answer::{classify, Outcome};
+use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome};
 use template_cleanup_core::declared::{
     argo_application, flux_helm_storage_namespaces, flux_kustomization, helm_current,
     helm_release_secret, Declared,
@@ -21,7 +21,8 @@ use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_L
 
 use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
-use crate::report::{Line, Report, Source, CANNOT_RUN};
+use crate::probe;
+use crate::report::{nothing_deleted, Line, Printer, Report, Source, CANNOT_RUN};
 
 const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
 const ARGO_GROUP: &str = "argoproj.io";
@@ -43,17 +44,15 @@ pub struct Options {
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
 /// the exit code.
 pub async fn main(args: Args) -> u8 {
-    let client = match kube::Config::infer().await {
-        Ok(mut config) => {
-            config.connect_timeout = Some(args.request_timeout);
-            kube::Client::try_from(config).map_err(|e| e.to_string())
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    let client = match client {
+    let client = match client(&args).await {
         Ok(client) => client,
         Err(e) => {
-            eprintln!("template-cleanup: no Kubernetes configuration (kubeconfig or in-cluster): {e}. Nothing was deleted.");
+            eprintln!(
+                "template-cleanup: {}",
+                nothing_deleted(&format!(
+                    "no Kubernetes configuration (kubeconfig or in-cluster): {e}."
+                ))
+            );
             return CANNOT_RUN;
         }
     };
@@ -76,15 +75,33 @@ pub async fn main(args: Args) -> u8 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let report = run(&cluster, &options, now).await;
+    // text: each line on stdout as it is decided, the closing line last; JSON: the lines on
+    // stderr as they are decided (a record even if the Job is killed), one document at the end
+    let printer: fn(&str) = match args.output {
+        Output::Text => |line| println!("{line}"),
+        Output::Json => |line| eprintln!("{line}"),
+    };
+    let report = run(&cluster, &options, now, Some(printer)).await;
     if let Some(error) = &report.error {
         eprintln!("template-cleanup: {error}");
     }
     match args.output {
-        Output::Text => print!("{}", report.text()),
+        Output::Text => println!("{}", report.closing_line()),
         Output::Json => println!("{}", report.json()),
     }
     report.exit_code()
+}
+
+/// The client: kubeconfig or in-cluster configuration, with reads retried (`api::retrying_reads`,
+/// behind a buffer because retrying clones the service).
+async fn client(args: &Args) -> Result<kube::Client, String> {
+    let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
+    config.connect_timeout = Some(args.request_timeout);
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    Ok(builder
+        .with_layer(&tower::buffer::BufferLayer::new(64))
+        .with_layer(&crate::api::retrying_reads())
+        .build())
 }
 
 /// The guard's kind (kubewarden-controller `api/policies/v1`).
@@ -109,30 +126,37 @@ fn validating_webhook_configuration() -> ApiResource {
     }
 }
 
-/// One pass at time `now` (seconds since the epoch).
-pub async fn run(cluster: &Cluster, options: &Options, now: i64) -> Report {
-    let mut report = Report {
-        dry_run: options.dry_run,
-        guard: options.guard.clone(),
-        ..Report::default()
-    };
+/// One pass at time `now` (seconds since the epoch); `printer` gets each line of the report as
+/// it is decided.
+pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printer) -> Report {
+    let mut report = Report::new(options.dry_run, &options.guard, printer);
     let candidates = match prepare(cluster, options, now, &mut report).await {
         Ok(candidates) => candidates,
-        Err(error) => {
-            report.error = Some(error);
+        Err(reason) => {
+            report.stop(reason);
             return report;
         }
     };
+    let mut stopped = false;
     for (template, line) in candidates {
-        let answer = match cluster.delete(&template, options.dry_run).await {
-            Ok(()) => None,
-            Err(CallError::Refused(refused)) => Some(refused),
+        if stopped {
+            report.outcome(line, Outcome::NotTried);
+            continue;
+        }
+        let outcome = match cluster.delete(&template, options.dry_run).await {
+            Ok(true) => Outcome::DeletionStarted,
+            Ok(false) => classify(&options.guard, None),
+            Err(CallError::Refused(refused)) => {
+                stopped = webhook_unreachable(&refused);
+                classify(&options.guard, Some(&refused))
+            }
             Err(CallError::Other(text)) => {
-                report.outcome(line, Outcome::Failed(format!("failed: {text}")));
-                continue;
+                // a timeout or a lost connection: the next DELETE would wait as long
+                stopped = true;
+                Outcome::Failed(text)
             }
         };
-        report.outcome(line, classify(&options.guard, answer.as_ref()));
+        report.outcome(line, outcome);
     }
     report
 }
@@ -147,13 +171,8 @@ async fn prepare(
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), &o.guard)
         .await
-        .map_err(|e| {
-            format!(
-                "cannot read the ClusterAdmissionPolicy {}: {e}. Nothing was deleted.",
-                o.guard
-            )
-        })?;
-    let guard = check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
+        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {}: {e}.", o.guard))?;
+    check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
     // the namespaces the guard's webhook never sees, from the webhook itself
     let configuration = webhook_configuration_name(&o.guard);
     let webhook = cluster
@@ -161,18 +180,17 @@ async fn prepare(
         .await
         .map_err(|e| {
             format!(
-                "pre-flight check `the guard's webhook is installed` failed: cannot read the ValidatingWebhookConfiguration {configuration}: {e}. Nothing was deleted."
+                "pre-flight check `the guard's webhook is installed` failed: cannot read the ValidatingWebhookConfiguration {configuration}: {e}."
             )
         })?;
-    let unseen = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
-    for warning in &guard.warnings {
-        eprintln!("template-cleanup: warning: {warning}");
-    }
+    let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
+    groups.push(probe::CAPI_GROUP.to_string());
     groups.extend([FLUX_GROUP, ARGO_GROUP, FLUX_HELM_GROUP].map(String::from));
-    let served = cluster.discover(&groups).await.map_err(|e| {
-        format!("cannot discover the API groups of the guard's rules: {e}. Nothing was deleted.")
-    })?;
+    let served = cluster
+        .discover(&groups)
+        .await
+        .map_err(|e| format!("cannot discover the API groups of the guard's rules: {e}."))?;
     let kinds = collectable(&guard, &served);
     check_coverage(&guard, &kinds).map_err(|r| r.to_string())?;
     let declared = read_sources(cluster, o, &served, report).await?;
@@ -185,9 +203,7 @@ async fn prepare(
             let items = cluster
                 .list(kind, o.namespaces.as_deref(), &selector)
                 .await
-                .map_err(|e| {
-                    format!("cannot list {}: {e}. Nothing was deleted.", kind.resource())
-                })?;
+                .map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
             for item in items {
                 let template = template(kind, &item, now)?;
                 templates.insert(
@@ -201,7 +217,7 @@ async fn prepare(
             }
         }
     }
-    let mut candidates = Vec::new();
+    let (mut candidates, mut left) = (Vec::new(), Vec::new());
     for template in templates.into_values() {
         let line = Line {
             resource: template.kind.resource(),
@@ -214,7 +230,7 @@ async fn prepare(
         };
         let verdict = match candidate(&template, now, o.min_age, &declared) {
             Err(Skip::NotMarked) => continue,
-            _ if unseen.contains(&template.namespace) => Err(Skip::Unjudged {
+            _ if guard.unseen.contains(&template.namespace) => Err(Skip::Unjudged {
                 namespace: template.namespace.clone(),
                 guard: o.guard.clone(),
             }),
@@ -222,8 +238,22 @@ async fn prepare(
         };
         match verdict {
             Ok(()) => candidates.push((template, line)),
-            Err(skip) => report.outcome(line, Outcome::Kept(format!("kept: {skip}"))),
+            Err(skip) => left.push((line, Outcome::Left(skip))),
         }
+    }
+    // the proof that the guard judges comes last, right before the first DELETE
+    let proof = probe::run(
+        cluster,
+        &o.guard,
+        &served,
+        &kinds,
+        o.namespaces.as_deref(),
+        &guard.unseen,
+    )
+    .await?;
+    report.probe(proof);
+    for (line, outcome) in left {
+        report.outcome(line, outcome);
     }
     Ok(candidates)
 }
@@ -270,7 +300,7 @@ async fn read_sources(
         };
         let items = cluster.list(kind, None, "").await.map_err(|e| {
             format!(
-                "cannot read {name} (installed, {}): {e}. Nothing was deleted.",
+                "cannot read {name} (installed, {}): {e}.",
                 kind.api_version()
             )
         })?;
@@ -285,7 +315,7 @@ async fn read_sources(
                     .and_then(Value::as_str)
                     .unwrap_or("")
             );
-            for reference in reader(item).map_err(|e| format!("{e} Nothing was deleted."))? {
+            for reference in reader(item)? {
                 declared.insert(reference, &format!("{kind_name} {object}"));
             }
         }
@@ -324,15 +354,14 @@ async fn read_sources(
             .await
             .map_err(|e| {
                 let place = ns.map_or("every namespace".into(), |ns| format!("namespace {ns}"));
-                format!("cannot read Helm's release Secrets in {place}: {e}. Nothing was deleted.")
+                format!("cannot read Helm's release Secrets in {place}: {e}.")
             })?;
         items.extend(found);
     }
     let revisions = items
         .iter()
         .map(helm_release_secret)
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| format!("{e} Nothing was deleted."))?;
+        .collect::<Result<Vec<_>, String>>()?;
     let revisions: Vec<_> = revisions.into_iter().flatten().collect();
     let current = helm_current(&revisions);
     let before = declared.len();
@@ -381,15 +410,12 @@ async fn helm_storage_namespaces(
     if let Some(kind) = preferred(served, FLUX_HELM_GROUP, "HelmRelease") {
         let items = cluster.list(kind, None, "").await.map_err(|e| {
             format!(
-                "cannot read Flux HelmReleases (installed, {}), whose storage namespaces hold their Helm release Secrets: {e}. Nothing was deleted.",
+                "cannot read Flux HelmReleases (installed, {}), whose storage namespaces hold their Helm release Secrets: {e}.",
                 kind.api_version()
             )
         })?;
         for item in &items {
-            out.extend(
-                flux_helm_storage_namespaces(item)
-                    .map_err(|e| format!("{e} Nothing was deleted."))?,
-            );
+            out.extend(flux_helm_storage_namespaces(item)?);
         }
     }
     Ok(Some(out.into_iter().collect()))
@@ -409,7 +435,7 @@ fn template(kind: &Kind, item: &Value, now: i64) -> Result<Template, String> {
         || field("/metadata/resourceVersion").is_empty()
     {
         return Err(format!(
-            "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}). Nothing was deleted.",
+            "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}).",
             kind.resource()
         ));
     }

@@ -4,12 +4,20 @@
 use serde::Serialize;
 use template_cleanup_core::answer::Outcome;
 
-/// Every candidate was deleted, kept or already gone.
+/// Every candidate was deleted, kept, left or already gone.
 pub const OK: u8 = 0;
 /// A DELETE failed.
 pub const FAILED: u8 = 1;
 /// The pre-flight refused, or the pass could not run: nothing was deleted.
 pub const CANNOT_RUN: u8 = 2;
+
+/// The one sentence that ends every reason a pass stopped before its first DELETE.
+pub fn nothing_deleted(reason: &str) -> String {
+    format!("{reason} Nothing was deleted.")
+}
+
+/// Where each line goes as soon as it is decided (`None`: kept in the report only).
+pub type Printer = Option<fn(&str)>;
 
 /// A deploy tool's desired state, and what the pass read of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,56 +35,110 @@ pub struct Line {
     pub namespace: String,
     pub name: String,
     pub age_seconds: i64,
-    /// `deleted`, `would delete`, `kept`, `already gone`, `failed`.
+    /// [`Outcome::verdict`].
     pub verdict: &'static str,
-    /// Why it was kept or what failed.
+    /// Why it was kept or left, or what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
+/// How many templates got each verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    pub deleted: usize,
+    pub deletion_started: usize,
+    pub kept: usize,
+    pub left: usize,
+    pub already_gone: usize,
+    pub changed: usize,
+    pub failed: usize,
+    pub not_tried: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub dry_run: bool,
     pub guard: String,
     pub sources: Vec<Source>,
+    /// What the live probe found (`crate::probe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
     pub templates: Vec<Line>,
-    pub deleted: usize,
-    pub kept: usize,
-    pub failed: usize,
-    /// Why the pass did not run (exit 2).
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Why the pass stopped before its first DELETE (exit 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    #[serde(skip)]
+    pub printer: Printer,
+    /// How many of `sources` were printed.
+    #[serde(skip)]
+    printed_sources: usize,
 }
 
 impl Report {
-    /// Records one candidate's outcome.
-    pub fn outcome(&mut self, mut line: Line, outcome: Outcome) {
-        let (verdict, detail) = match outcome {
-            Outcome::Deleted if self.dry_run => ("would delete", None),
-            Outcome::Deleted => ("deleted", None),
-            Outcome::Kept(why) => ("kept", Some(why.trim_start_matches("kept: ").to_string())),
-            Outcome::Gone => ("already gone", None),
-            Outcome::Failed(why) => (
-                "failed",
-                Some(why.trim_start_matches("failed: ").to_string()),
-            ),
-        };
-        match verdict {
-            "kept" => self.kept += 1,
-            "failed" => self.failed += 1,
-            "already gone" => {}
-            _ => self.deleted += 1,
+    pub fn new(dry_run: bool, guard: &str, printer: Printer) -> Self {
+        Report {
+            dry_run,
+            guard: guard.to_string(),
+            printer,
+            ..Report::default()
         }
-        line.verdict = verdict;
-        line.detail = detail;
+    }
+
+    fn print(&self, line: &str) {
+        if let Some(printer) = self.printer {
+            printer(line);
+        }
+    }
+
+    /// Prints the sources not printed yet: they come before any template's line.
+    fn print_sources(&mut self) {
+        for source in &self.sources[self.printed_sources..] {
+            self.print(&source_line(source));
+        }
+        self.printed_sources = self.sources.len();
+    }
+
+    /// Records and prints the live probe's finding.
+    pub fn probe(&mut self, finding: String) {
+        self.print_sources();
+        self.print(&format!("probe: {finding}"));
+        self.probe = Some(finding);
+    }
+
+    /// Records why the pass stopped before its first DELETE.
+    pub fn stop(&mut self, reason: String) {
+        self.print_sources();
+        self.error = Some(nothing_deleted(&reason));
+    }
+
+    /// Records and prints one template's outcome.
+    pub fn outcome(&mut self, mut line: Line, outcome: Outcome) {
+        self.print_sources();
+        line.verdict = outcome.verdict(self.dry_run);
+        line.detail = outcome.detail();
+        let c = &mut self.counts;
+        *match outcome {
+            Outcome::Deleted => &mut c.deleted,
+            Outcome::DeletionStarted => &mut c.deletion_started,
+            Outcome::KeptByGuard(_) => &mut c.kept,
+            Outcome::Left(_) => &mut c.left,
+            Outcome::Gone => &mut c.already_gone,
+            Outcome::Changed(_) => &mut c.changed,
+            Outcome::Failed(_) => &mut c.failed,
+            Outcome::NotTried => &mut c.not_tried,
+        } += 1;
+        self.print(&template_line(&line));
         self.templates.push(line);
     }
 
     pub fn exit_code(&self) -> u8 {
         if self.error.is_some() {
             CANNOT_RUN
-        } else if self.failed > 0 {
+        } else if self.counts.failed > 0 {
             FAILED
         } else {
             OK
@@ -84,32 +146,34 @@ impl Report {
     }
 
     pub fn closing_line(&self) -> String {
+        let c = &self.counts;
         format!(
-            "deleted {}, kept {}, failed {}{}",
-            self.deleted,
-            self.kept,
-            self.failed,
+            "deleted {}, deletion started {}, kept {}, left {}, already gone {}, changed {}, failed {}, not tried {}{}",
+            c.deleted,
+            c.deletion_started,
+            c.kept,
+            c.left,
+            c.already_gone,
+            c.changed,
+            c.failed,
+            c.not_tried,
             if self.dry_run { " (dry run)" } else { "" }
         )
     }
 
+    /// The whole report as text, as printed line by line: sources, probe, templates, closing line.
+    #[cfg(test)]
     pub fn text(&self) -> String {
         let mut out = String::new();
         for source in &self.sources {
-            out.push_str(&format!("source {}: {}\n", source.name, source.read));
+            out.push_str(&source_line(source));
+            out.push('\n');
+        }
+        if let Some(probe) = &self.probe {
+            out.push_str(&format!("probe: {probe}\n"));
         }
         for t in &self.templates {
-            out.push_str(&format!(
-                "{:<12} {} {}/{} (age {})",
-                t.verdict,
-                t.resource,
-                t.namespace,
-                t.name,
-                age(t.age_seconds)
-            ));
-            if let Some(detail) = &t.detail {
-                out.push_str(&format!(": {detail}"));
-            }
+            out.push_str(&template_line(t));
             out.push('\n');
         }
         out.push_str(&self.closing_line());
@@ -121,6 +185,25 @@ impl Report {
         serde_json::to_string_pretty(self)
             .unwrap_or_else(|e| format!("{{\"error\":\"cannot render the report: {e}\"}}"))
     }
+}
+
+fn source_line(source: &Source) -> String {
+    format!("source {}: {}", source.name, source.read)
+}
+
+fn template_line(t: &Line) -> String {
+    let mut out = format!(
+        "{:<16} {} {}/{} (age {})",
+        t.verdict,
+        t.resource,
+        t.namespace,
+        t.name,
+        age(t.age_seconds)
+    );
+    if let Some(detail) = &t.detail {
+        out.push_str(&format!(": {detail}"));
+    }
+    out
 }
 
 /// `3d4h`, `2h5m`, `7m`, `42s`: the two largest units.
@@ -143,6 +226,7 @@ pub fn age(seconds: i64) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
+    use template_cleanup_core::select::Skip;
 
     #[rstest]
     #[case(42, "42s")]
@@ -165,17 +249,41 @@ mod tests {
         }
     }
 
+    const M3MT: &str = "metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m)";
+
+    /// Each outcome: its line, the count it adds to (in the closing line's order: deleted,
+    /// deletion started, kept, left, already gone, changed, failed, not tried) and the exit code.
     #[rstest]
-    #[case(false, Outcome::Deleted, "deleted      metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m)", (1, 0, 0), OK)]
-    #[case(true, Outcome::Deleted, "would delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m)", (1, 0, 0), OK)]
-    #[case(false, Outcome::Kept("kept: t is referenced by MachineSet ms".into()), "kept         metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m): t is referenced by MachineSet ms", (0, 1, 0), OK)]
-    #[case(false, Outcome::Gone, "already gone metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m)", (0, 0, 0), OK)]
-    #[case(false, Outcome::Failed("failed: 403 Forbidden: no".into()), "failed       metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/t (age 1h0m): 403 Forbidden: no", (0, 0, 1), FAILED)]
+    #[case(false, Outcome::Deleted, "deleted         ", "", 0, OK)]
+    #[case(true, Outcome::Deleted, "would delete    ", "", 0, OK)]
+    #[case(false, Outcome::DeletionStarted, "deletion started", "", 1, OK)]
+    #[case(true, Outcome::DeletionStarted, "would start deletion", "", 1, OK)]
+    #[case(false, Outcome::KeptByGuard("t is referenced by MachineSet ms".into()), "kept            ", ": t is referenced by MachineSet ms", 2, OK)]
+    #[case(
+        false,
+        Outcome::Left(Skip::TooYoung),
+        "left            ",
+        ": younger than --min-age",
+        3,
+        OK
+    )]
+    #[case(false, Outcome::Gone, "already gone    ", "", 4, OK)]
+    #[case(false, Outcome::Changed("the UID in the precondition (a) does not match".into()), "changed         ", ": changed since it was listed, the next pass looks again (the UID in the precondition (a) does not match)", 5, OK)]
+    #[case(false, Outcome::Failed("403 Forbidden: no".into()), "failed          ", ": 403 Forbidden: no", 6, FAILED)]
+    #[case(
+        false,
+        Outcome::NotTried,
+        "not tried       ",
+        ": the pass stopped: the guard's webhook could not be called",
+        7,
+        OK
+    )]
     fn one_line_per_template_then_the_closing_line(
         #[case] dry_run: bool,
         #[case] outcome: Outcome,
-        #[case] text: &str,
-        #[case] counts: (usize, usize, usize),
+        #[case] verdict: &str,
+        #[case] detail: &str,
+        #[case] counted: usize,
         #[case] code: u8,
     ) {
         let mut report = Report {
@@ -183,35 +291,68 @@ mod tests {
             ..Report::default()
         };
         report.outcome(line(), outcome);
+        let mut counts = [0; 8];
+        counts[counted] = 1;
         let closing = format!(
-            "deleted {}, kept {}, failed {}{}",
-            counts.0,
-            counts.1,
-            counts.2,
+            "deleted {}, deletion started {}, kept {}, left {}, already gone {}, changed {}, failed {}, not tried {}{}",
+            counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7],
             if dry_run { " (dry run)" } else { "" }
         );
-        assert_eq!(report.text(), format!("{text}\n{closing}\n"));
+        assert_eq!(
+            report.text(),
+            format!("{verdict} {M3MT}{detail}\n{closing}\n")
+        );
         assert_eq!(report.exit_code(), code);
         let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
-        assert_eq!(
-            json["templates"][0]["verdict"],
-            text.split("  ")
-                .next()
-                .unwrap()
-                .split(" metal3")
-                .next()
-                .unwrap()
-                .trim()
-        );
-        assert_eq!(json["deleted"], counts.0);
+        assert_eq!(json["templates"][0]["verdict"], verdict.trim());
+        let keys = [
+            "deleted",
+            "deletionStarted",
+            "kept",
+            "left",
+            "alreadyGone",
+            "changed",
+            "failed",
+            "notTried",
+        ];
+        for (key, n) in keys.iter().zip(counts) {
+            assert_eq!(json[key], n, "{key}");
+        }
+    }
+
+    thread_local! {
+        static PRINTED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// Lines are printed as they are decided, sources first, in the order of the text report.
+    #[test]
+    fn each_line_is_printed_when_it_is_decided() {
+        let mut report = Report {
+            printer: Some(|l| PRINTED.with(|p| p.borrow_mut().push(l.to_string()))),
+            ..Report::default()
+        };
+        report.sources.push(Source {
+            name: "Flux Kustomizations".into(),
+            read: "not installed".into(),
+        });
+        report.probe("the guard refused".into());
+        assert_eq!(PRINTED.with(|p| p.borrow().len()), 2);
+        report.outcome(line(), Outcome::Deleted);
+        let printed = PRINTED.with(|p| p.borrow().clone());
+        let text = report.text();
+        let mut lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.pop(), Some(report.closing_line().as_str()));
+        assert_eq!(printed, lines);
     }
 
     #[test]
     fn an_error_exits_2_whatever_else_happened() {
-        let report = Report {
-            error: Some("pre-flight".into()),
-            ..Report::default()
-        };
+        let mut report = Report::default();
+        report.stop("pre-flight.".into());
+        assert_eq!(
+            report.error.as_deref(),
+            Some("pre-flight. Nothing was deleted.")
+        );
         assert_eq!(report.exit_code(), CANNOT_RUN);
     }
 }

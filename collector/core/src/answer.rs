@@ -1,8 +1,11 @@
 //! What the API server's answer to one DELETE means. Only the guard's own refusal keeps a
 //! template; every other failure fails the pass, so that a broken guard or missing RBAC shows up
-//! as a failed Job rather than as silently kept templates.
+//! as a failed Job rather than as silently kept templates. The same reading judges the live probe
+//! (`crate::probe`).
 
 use serde::Serialize;
+
+use crate::select::Skip;
 
 /// A failed answer, from its `Status` body (`code`, `reason`, `message`,
 /// `details.causes[].message`).
@@ -14,18 +17,69 @@ pub struct Refused {
     pub causes: Vec<String>,
 }
 
-/// What became of one candidate.
+/// What became of one listed template: the verdict of its line in the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "outcome", content = "detail")]
 pub enum Outcome {
-    /// 2xx: deleted (or, in a dry run, would be).
+    /// 2xx, and the object is gone (or, in a dry run, would be).
     Deleted,
-    /// Kept: the guard's refusal, or an object changed since it was listed; the text says which.
-    Kept(String),
+    /// 2xx, and the answer is the object with `metadata.deletionTimestamp` set: finalizers are
+    /// pending, and their holders finish the deletion.
+    DeletionStarted,
+    /// The guard refused: its text.
+    KeptByGuard(String),
+    /// No DELETE sent: why (declared, too young, being deleted, never judged).
+    Left(Skip),
     /// 404: already gone.
     Gone,
+    /// 409 because the uid or resourceVersion precondition failed: kube-apiserver's text.
+    Changed(String),
     /// Anything else; the pass exits 1.
     Failed(String),
+    /// Not sent: the pass stopped at a DELETE whose webhook could not be called.
+    NotTried,
+}
+
+impl Outcome {
+    /// The verdict word of the report's line (`dry_run`: a 2xx deleted nothing).
+    pub fn verdict(&self, dry_run: bool) -> &'static str {
+        match self {
+            Outcome::Deleted if dry_run => "would delete",
+            Outcome::Deleted => "deleted",
+            Outcome::DeletionStarted if dry_run => "would start deletion",
+            Outcome::DeletionStarted => "deletion started",
+            Outcome::KeptByGuard(_) => "kept",
+            Outcome::Left(_) => "left",
+            Outcome::Gone => "already gone",
+            Outcome::Changed(_) => "changed",
+            Outcome::Failed(_) => "failed",
+            Outcome::NotTried => "not tried",
+        }
+    }
+
+    /// What the line says after the verdict, if anything.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            Outcome::KeptByGuard(text) | Outcome::Failed(text) => Some(text.clone()),
+            Outcome::Changed(text) => Some(format!(
+                "changed since it was listed, the next pass looks again ({text})"
+            )),
+            Outcome::Left(skip) => Some(skip.to_string()),
+            Outcome::NotTried => {
+                Some("the pass stopped: the guard's webhook could not be called".to_string())
+            }
+            Outcome::Deleted | Outcome::DeletionStarted | Outcome::Gone => None,
+        }
+    }
+}
+
+/// Whether a failed DELETE means that an admission webhook could not be called at all:
+/// kube-apiserver's `failed calling webhook "<name>": ...` (k8s.io/apiserver v0.36.3
+/// `pkg/admission/plugin/webhook/errors/errors.go`, `ErrCallingWebhook.Error`), an internal error
+/// (500) when the webhook's failurePolicy is Fail, a timeout included. Every later DELETE would
+/// wait for the same webhook and fail the same way, so the pass stops there.
+pub fn webhook_unreachable(answer: &Refused) -> bool {
+    answer.code == 500 && answer.message.contains("failed calling webhook")
 }
 
 /// The name kube-apiserver quotes for the guard's webhook: the policy's unique name
@@ -87,17 +141,14 @@ pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
                 .map(String::as_str)
                 .filter(|c| !c.is_empty())
                 .unwrap_or(own);
-            Outcome::Kept(format!("kept: {quoted}"))
+            Outcome::KeptByGuard(quoted.to_string())
         }
         409 if r.reason == "Conflict"
             && PRECONDITION_FAILED.iter().any(|t| r.message.contains(t)) =>
         {
-            Outcome::Kept(format!(
-                "kept: changed since it was listed, the next pass looks again ({})",
-                r.message
-            ))
+            Outcome::Changed(r.message.clone())
         }
-        code if r.reason.is_empty() => Outcome::Failed(format!("failed: {code}: {}", r.message)),
-        code => Outcome::Failed(format!("failed: {code} {}: {}", r.reason, r.message)),
+        code if r.reason.is_empty() => Outcome::Failed(format!("{code}: {}", r.message)),
+        code => Outcome::Failed(format!("{code} {}: {}", r.reason, r.message)),
     }
 }

@@ -1,9 +1,15 @@
 //! The pre-flight: the clean-up is only safe because the guard refuses the DELETE of a template
-//! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy and the webhook
-//! configuration Kubewarden made of it, and deletes nothing unless the guard is certain to judge
-//! every DELETE it sends. The fields and their defaults are Kubewarden's (kubewarden-controller
-//! `api/policies/v1/policy_types.go`, `PolicySpec`, and `api/policies/v1/policy.go`,
-//! `PolicyStatusEnum`, at v1.36.0-beta.1, as at 04bff54a, first released in v1.26.0).
+//! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy (what is wanted)
+//! and the ValidatingWebhookConfiguration Kubewarden made of it (what kube-apiserver does), and
+//! deletes nothing unless both say the guard judges every DELETE the pass sends. A live probe
+//! (`crate::probe`) then checks that the guard's pods answer as these objects say.
+//!
+//! The policy's fields and defaults are Kubewarden's (kubewarden-controller v1.36.0-beta.1
+//! `api/policies/v1/policy_types.go`, `PolicySpec`; `api/policies/v1/policy.go`,
+//! `PolicyStatusEnum` and the condition types, lines 39-55); the webhook is built by
+//! `internal/controller/policy_subreconciler_webhook.go`, `reconcileValidatingWebhookConfiguration`
+//! (lines 21-90), which copies the policy's rules, failurePolicy, matchPolicy, objectSelector
+//! and matchConditions, and writes the namespaceSelector and the service itself.
 
 use serde_json::Value;
 
@@ -20,7 +26,7 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "pre-flight check `{}` failed: {} Nothing was deleted.",
+            "pre-flight check `{}` failed: {}",
             self.check, self.message
         )
     }
@@ -30,11 +36,9 @@ fn refuse(check: &'static str, message: String) -> Refusal {
     Refusal { check, message }
 }
 
-/// One admission rule of the guard (`admissionregistration.k8s.io/v1` `RuleWithOperations`:
-/// kubewarden-controller v1.36.0-beta.1 `api/policies/v1/policy_types.go:67` declares
-/// `spec.rules` as such, and `internal/controller/policy_subreconciler_webhook.go:66` copies them
-/// into the webhook unchanged; not so the namespaceSelector, which [`check_webhook`] reads from
-/// the webhook itself).
+/// One admission rule of the guard's webhook (`admissionregistration.k8s.io/v1`
+/// `RuleWithOperations`, copied from the policy's `spec.rules` by
+/// `internal/controller/policy_subreconciler_webhook.go:66`, and read from the webhook).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rule {
     pub api_groups: Vec<String>,
@@ -64,17 +68,18 @@ impl Rule {
     }
 }
 
-/// A guard that passed the policy checks: its rules, and what the operator should know.
+/// The guard as its live webhook sends DELETEs to it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Guard {
     pub rules: Vec<Rule>,
-    /// Facts that do not stop the pass (the guard's `matchConditions` on the requester, which
-    /// the clean-up cannot evaluate), printed on stderr.
-    pub warnings: Vec<String>,
+    /// Namespaces whose templates the guard never judges, sorted: those the webhook's
+    /// namespaceSelector leaves out, and the namespace of the webhook's service (see
+    /// [`check_webhook`]).
+    pub unseen: Vec<String>,
 }
 
-fn text<'a>(policy: &'a Value, pointer: &str) -> Option<&'a str> {
-    policy.pointer(pointer).and_then(Value::as_str)
+fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
+    object.pointer(pointer).and_then(Value::as_str)
 }
 
 fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
@@ -102,8 +107,100 @@ fn narrows(selector: Option<&Value>) -> bool {
     non_empty("matchLabels") || non_empty("matchExpressions")
 }
 
-/// The checks on the guard's ClusterAdmissionPolicy `name` (`None`: the API server said 404).
-pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Guard, Refusal> {
+/// One field the pre-flight compares: where it is, the value its owner defaults it to when
+/// absent, the value the clean-up needs, and why.
+struct FieldCheck {
+    check: &'static str,
+    field: &'static str,
+    pointer: &'static str,
+    default: &'static str,
+    want: &'static str,
+    why: &'static str,
+}
+
+/// The ClusterAdmissionPolicy's fields. `spec.mode` defaults to protect
+/// (`+kubebuilder:default:=protect`); the status is written by the controller:
+/// `setPolicyModeStatus` copies the mode from the policy server's ConfigMap, and
+/// `policyStatus` is `pending` until the webhook is first created, then stays `active`
+/// (`internal/controller/policy_subreconciler.go`, `reconcilePolicy`, lines 72-145): desired
+/// state, which is why the conditions and the probe follow.
+const POLICY_FIELDS: [FieldCheck; 3] = [
+    FieldCheck {
+        check: "spec.mode is protect",
+        field: "spec.mode",
+        pointer: "/spec/mode",
+        default: "protect",
+        want: "protect",
+        why: "a policy in monitor mode allows every DELETE and only logs.",
+    },
+    FieldCheck {
+        check: "status.mode is protect",
+        field: "status.mode",
+        pointer: "/status/mode",
+        default: "",
+        want: "protect",
+        why: "the policy server's configuration may still run the policy in monitor mode.",
+    },
+    FieldCheck {
+        check: "status.policyStatus is active",
+        field: "status.policyStatus",
+        pointer: "/status/policyStatus",
+        default: "",
+        want: "active",
+        why: "its webhook may not be in place (from 1.36, Kubewarden leaves the policies of a deleted PolicyServer \"scheduled\", without webhooks; before, it deletes them).",
+    },
+];
+
+/// The webhook's fields. kube-apiserver defaults `failurePolicy` to Fail
+/// (k8s.io/api `admissionregistration/v1/types.go`, `ValidatingWebhook.FailurePolicy`).
+const WEBHOOK_FIELDS: [FieldCheck; 1] = [FieldCheck {
+    check: "failurePolicy is Fail",
+    field: "failurePolicy",
+    pointer: "/failurePolicy",
+    default: "Fail",
+    want: "Fail",
+    why: "while its policy server is down, every DELETE would be let through unchecked.",
+}];
+
+fn check_fields(object: &Value, what: &str, checks: &[FieldCheck]) -> Result<(), Refusal> {
+    for c in checks {
+        let value = text(object, c.pointer).unwrap_or(c.default);
+        if value != c.want {
+            return Err(refuse(
+                c.check,
+                format!(
+                    "{what} has {} {value:?}, not {:?}: {}",
+                    c.field, c.want, c.why
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The conditions the controller sets on a policy (`api/policies/v1/policy.go:44,54`), which must
+/// be `True`, and what `False` or absent means. `PolicyActive` is `False` until the webhook is
+/// created (`setPolicyAsActive`, `policy_subreconciler.go:503`); `PolicyUniquelyReachable` is
+/// `False` while a new ReplicaSet of the policy server rolls out (lines 107-118): the old pods
+/// still answer, with the old configuration (monitor mode, or fewer rules), and the webhook keeps
+/// its old rules until the rollout ends.
+const CONDITIONS: [(&str, &str, &str); 2] = [
+    (
+        "PolicyActive",
+        "condition PolicyActive is True",
+        "its webhook has not been created.",
+    ),
+    (
+        "PolicyUniquelyReachable",
+        "condition PolicyUniquelyReachable is True",
+        "a new ReplicaSet of its policy server is rolling out, and the old pods, which may run an older configuration of the policy (monitor mode, fewer rules), still answer. Wait for the rollout: kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/<name>.",
+    ),
+];
+
+/// The checks on the guard's ClusterAdmissionPolicy `name` (`None`: the API server said 404):
+/// its mode, its status and conditions, and its settings. Rules, selectors, failurePolicy and
+/// matchConditions are read from the webhook ([`check_webhook`]).
+pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<(), Refusal> {
     let Some(policy) = policy else {
         return Err(refuse(
             "guard exists",
@@ -112,110 +209,35 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Guard, Refusal
             ),
         ));
     };
-    // spec.mode defaults to protect (+kubebuilder:default:=protect)
-    let spec_mode = text(policy, "/spec/mode").unwrap_or("protect");
-    if spec_mode != "protect" {
-        return Err(refuse(
-            "spec.mode is protect",
-            format!("the ClusterAdmissionPolicy {name} has spec.mode {spec_mode:?}: a policy in monitor mode allows every DELETE and only logs."),
-        ));
-    }
-    let status_mode = text(policy, "/status/mode").unwrap_or("");
-    if status_mode != "protect" {
-        return Err(refuse(
-            "status.mode is protect",
-            format!("the policy server reports status.mode {status_mode:?} for {name}, not \"protect\": it may still run the policy in monitor mode."),
-        ));
-    }
-    let policy_status = text(policy, "/status/policyStatus").unwrap_or("");
-    if policy_status != "active" {
-        return Err(refuse(
-            "status.policyStatus is active",
-            format!("the ClusterAdmissionPolicy {name} has status.policyStatus {policy_status:?}, not \"active\": its webhook may not be in place (from 1.36, Kubewarden leaves the policies of a deleted PolicyServer \"scheduled\", without webhooks; before, it deletes them)."),
-        ));
-    }
-    // failurePolicy: "The default behaviour is Fail"
-    let failure_policy = text(policy, "/spec/failurePolicy").unwrap_or("Fail");
-    if failure_policy != "Fail" {
-        return Err(refuse(
-            "failurePolicy is Fail",
-            format!("the ClusterAdmissionPolicy {name} has spec.failurePolicy {failure_policy:?}: while its policy server is down, every DELETE would be let through unchecked."),
-        ));
+    let what = format!("the ClusterAdmissionPolicy {name}");
+    check_fields(policy, &what, &POLICY_FIELDS)?;
+    let conditions = policy
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for (kind, check, why) in CONDITIONS {
+        let status = conditions
+            .iter()
+            .find(|c| text(c, "/type") == Some(kind))
+            .and_then(|c| text(c, "/status"))
+            .unwrap_or("absent");
+        if status != "True" {
+            return Err(refuse(
+                check,
+                format!(
+                    "{what} has condition {kind} {status}: {}",
+                    why.replace("<name>", name)
+                ),
+            ));
+        }
     }
     match policy.pointer("/spec/settings/failOpenOnLookupError") {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-        Some(other) => {
-            return Err(refuse(
-                "failOpenOnLookupError is not set",
-                format!("the ClusterAdmissionPolicy {name} sets failOpenOnLookupError to {other}: a failed lookup would let a template in use be deleted."),
-            ))
-        }
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(()),
+        Some(other) => Err(refuse(
+            "failOpenOnLookupError is not set",
+            format!("{what} sets failOpenOnLookupError to {other}: a failed lookup would let a template in use be deleted."),
+        )),
     }
-    for selector in ["objectSelector", "namespaceSelector"] {
-        if narrows(policy.pointer(&format!("/spec/{selector}"))) {
-            return Err(refuse(
-                "the guard sees every template",
-                format!("the ClusterAdmissionPolicy {name} sets spec.{selector}: a template it does not select would be deleted unchecked."),
-            ));
-        }
-    }
-    let rules = policy
-        .pointer("/spec/rules")
-        .and_then(Value::as_array)
-        .filter(|rules| !rules.is_empty())
-        .ok_or_else(|| {
-            refuse(
-                "rules cover DELETE",
-                format!("the ClusterAdmissionPolicy {name} has no spec.rules."),
-            )
-        })?;
-    let rules = rules
-        .iter()
-        .enumerate()
-        .map(|(i, rule)| {
-            let field = |key: &str| strings(rule.get(key), &format!("spec.rules[{i}].{key}"));
-            Ok(Rule {
-                api_groups: field("apiGroups")?,
-                api_versions: field("apiVersions")?,
-                resources: field("resources")?,
-                operations: field("operations")?,
-                scope: match rule.get("scope") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(scope)) => Some(scope.clone()),
-                    Some(other) => {
-                        return Err(format!(
-                            "spec.rules[{i}].scope holds {other}, which is not a string."
-                        ))
-                    }
-                },
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| {
-            refuse(
-                "rules cover DELETE",
-                format!("the ClusterAdmissionPolicy {name}: {e}"),
-            )
-        })?;
-    let mut warnings = Vec::new();
-    if let Some(conditions) = policy
-        .pointer("/spec/matchConditions")
-        .and_then(Value::as_array)
-    {
-        // a condition on the requester could exempt the clean-up's own DELETEs
-        let names: Vec<&str> = conditions
-            .iter()
-            .filter(|c| text(c, "/expression").is_some_and(|e| e.contains("userInfo")))
-            .filter_map(|c| text(c, "/name"))
-            .collect();
-        if !names.is_empty() {
-            warnings.push(format!(
-                "the ClusterAdmissionPolicy {name} has matchConditions on the requester ({}); the clean-up cannot evaluate them: make sure none exempts its service account.",
-                names.join(", ")
-            ));
-        }
-    }
-    Ok(Guard { rules, warnings })
 }
 
 /// The name kubewarden-controller gives a ClusterAdmissionPolicy's ValidatingWebhookConfiguration
@@ -229,16 +251,48 @@ pub fn webhook_configuration_name(guard: &str) -> String {
 /// `core/v1/well_known_labels.go`, `LabelMetadataName`).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// The checks on the guard's ValidatingWebhookConfiguration (`None`: the API server said 404);
-/// returns the namespaces its webhook never sees. kubewarden-controller v1.36.0-beta.1 builds the
-/// webhook `clusterwide-<guard>.kubewarden.admission`
+/// The clean-up's service account, as examples/cleanup/component/cleanup.yaml names it.
+pub const CLEANUP_ACCOUNT: &str = "capi-template-cleanup";
+
+/// The one matchCondition the clean-up's own policy carries (examples/cleanup/component/
+/// guard-cleanup.yaml): it selects the clean-up's service account in any namespace, so it is true
+/// for every DELETE the clean-up sends and exempts none of them. The main guard carries its
+/// negation, so that each template DELETE is judged by exactly one of the two policies.
+pub const SELECTS_THE_CLEANUP: (&str, &str) = (
+    "only-capi-template-cleanup",
+    "request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':capi-template-cleanup')",
+);
+
+/// Whether a matchCondition is provably true for the clean-up's DELETEs: exactly
+/// [`SELECTS_THE_CLEANUP`], whitespace aside. Anything else could be false for some template
+/// DELETE (an annotation, a namespace, another user), and kube-apiserver then skips the webhook
+/// and lets the DELETE through ("If any matchCondition evaluates to FALSE, the webhook is
+/// skipped", k8s.io/api `admissionregistration/v1/types.go`, `ValidatingWebhook.MatchConditions`);
+/// the clean-up cannot evaluate CEL, so it refuses.
+fn harmless(condition: &Value) -> bool {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    text(condition, "/name") == Some(SELECTS_THE_CLEANUP.0)
+        && text(condition, "/expression").map(squash) == Some(squash(SELECTS_THE_CLEANUP.1))
+}
+
+/// The checks on the guard's ValidatingWebhookConfiguration (`None`: the API server said 404),
+/// which is what kube-apiserver applies: the guard's webhook exists, fails closed, has no
+/// objectSelector and no matchCondition that could exempt a template DELETE, and its
+/// namespaceSelector leaves out only namespaces it names. Returns its rules and the namespaces it
+/// never judges.
+///
+/// kubewarden-controller v1.36.0-beta.1 builds the webhook `clusterwide-<guard>.kubewarden.admission`
 /// (`internal/controller/policy_subreconciler_webhook.go:59-75`) with a namespaceSelector of its
 /// own (`namespaceSelector`, lines 193-219): unless the policy sets
-/// `spec.allowInsideAdmissionControllerNamespace` (`api/policies/v1/clusteradmissionpolicy_types.go:101`), it is `kubernetes.io/metadata.name NotIn
-/// [<the controller's namespace>]` followed by the policy's own expressions. A template in such a
-/// namespace is never judged by the guard. Such expressions are understood; any other term of the
-/// selector fails the check, as a policy's own selector does.
-pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Vec<String>, Refusal> {
+/// `spec.allowInsideAdmissionControllerNamespace`, `kubernetes.io/metadata.name NotIn [<the
+/// controller's namespace>]` followed by the policy's own expressions. Such expressions are
+/// understood; any other term fails the check. And whatever the selector says, the namespace of
+/// the webhook's service (the policy server's, `clientConfig.service.namespace`, line 33) is never
+/// judged with the chart's default `alwaysAcceptAdmissionReviewsOnDeploymentsNamespace: true`
+/// (`charts/kubewarden-controller/values.yaml:153`): the policy server then accepts every request
+/// made in its own namespace without running the policy (`crates/policy-server/src/api/service.rs`,
+/// lines 37-63).
+pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refusal> {
     let configuration = webhook_configuration_name(name);
     let installed = "the guard's webhook is installed";
     let Some(webhook) = webhook else {
@@ -258,11 +312,29 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Vec<String>,
             format!("the ValidatingWebhookConfiguration {configuration} has no webhook {entry}, so no DELETE would be judged by the guard {name}."),
         ));
     };
+    let what = format!("the webhook {entry}");
+    check_fields(hook, &what, &WEBHOOK_FIELDS)?;
+    let conditions = hook
+        .get("matchConditions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if let Some(exempting) = conditions.iter().find(|c| !harmless(c)) {
+        return Err(refuse(
+            "no matchCondition exempts a template DELETE",
+            format!("{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give the clean-up a policy whose only condition is {:?} (examples/cleanup).", SELECTS_THE_CLEANUP.0),
+        ));
+    }
     let sees_every = "the guard sees every template";
-    let other = |what: String| {
+    if narrows(hook.get("objectSelector")) {
+        return Err(refuse(
+            sees_every,
+            format!("{what} has an objectSelector: a template it does not select would be deleted unchecked."),
+        ));
+    }
+    let other = |what_: String| {
         refuse(
             sees_every,
-            format!("the webhook {entry} has a namespaceSelector {what}: a template in a namespace it does not select would be deleted unchecked."),
+            format!("{what} has a namespaceSelector {what_}: a template in a namespace it does not select would be deleted unchecked."),
         )
     };
     let selector = hook.get("namespaceSelector").filter(|s| !s.is_null());
@@ -272,8 +344,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Vec<String>,
         Some(labels) => return Err(other(format!("with matchLabels {labels}"))),
     }
     let mut unseen = Vec::new();
-    let expressions = selector.and_then(|s| s.get("matchExpressions"));
-    let expressions = match expressions {
+    let expressions = match selector.and_then(|s| s.get("matchExpressions")) {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(list)) => list.as_slice(),
         Some(other_value) => {
@@ -293,9 +364,40 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Vec<String>,
             _ => return Err(other(format!("term {expression}"))),
         }
     }
+    if let Some(namespace) = text(hook, "/clientConfig/service/namespace") {
+        unseen.push(namespace.to_string());
+    }
     unseen.sort();
     unseen.dedup();
-    Ok(unseen)
+    let rules = hook
+        .get("rules")
+        .and_then(Value::as_array)
+        .filter(|rules| !rules.is_empty())
+        .ok_or_else(|| refuse("rules cover DELETE", format!("{what} has no rules.")))?;
+    let rules = rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let field = |key: &str| strings(rule.get(key), &format!("rules[{i}].{key}"));
+            Ok(Rule {
+                api_groups: field("apiGroups")?,
+                api_versions: field("apiVersions")?,
+                resources: field("resources")?,
+                operations: field("operations")?,
+                scope: match rule.get("scope") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(scope)) => Some(scope.clone()),
+                    Some(other) => {
+                        return Err(format!(
+                            "rules[{i}].scope holds {other}, which is not a string."
+                        ))
+                    }
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| refuse("rules cover DELETE", format!("{what}: {e}")))?;
+    Ok(Guard { rules, unseen })
 }
 
 /// The last check: the guard's rules send the DELETE of every kind the pass would delete.

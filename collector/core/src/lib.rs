@@ -1,8 +1,9 @@
 //! The decisions of `template-cleanup`, over plain data: no Kubernetes client, no async runtime,
 //! so that the test host's simulation runs the same code as the shipped binary.
 //!
-//! - [`guard`]: the pre-flight over the guard's ClusterAdmissionPolicy, and the kinds its rules
-//!   make the clean-up collect;
+//! - [`guard`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
+//!   the kinds its rules make the clean-up collect;
+//! - [`probe`]: the live probe, a dry-run DELETE the guard must refuse;
 //! - [`declared`]: what the deploy tools still declare (Helm release Secrets, Flux
 //!   Kustomizations, Argo CD Applications);
 //! - [`select`]: which templates are candidates for a DELETE;
@@ -13,6 +14,7 @@
 pub mod answer;
 pub mod declared;
 pub mod guard;
+pub mod probe;
 pub mod select;
 
 use serde::Serialize;

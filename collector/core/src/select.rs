@@ -53,8 +53,7 @@ pub enum Skip {
     TooYoung,
     /// A deploy tool still declares it.
     Declared { by: String },
-    /// In a namespace the guard's webhook does not select (see `guard::check_webhook`): the
-    /// guard would never judge its DELETE.
+    /// In a namespace the guard never judges (see `guard::check_webhook`).
     Unjudged { namespace: String, guard: String },
 }
 
@@ -67,11 +66,10 @@ impl std::fmt::Display for Skip {
             Skip::Declared { by } => write!(f, "still declared by {by}"),
             Skip::Unjudged { namespace, guard } => write!(
                 f,
-                "the guard's webhook leaves namespace {namespace} out (its namespaceSelector; \
-                 Kubewarden leaves its own namespace out unless the policy allows it), so the \
-                 guard would never judge this DELETE. Set \
-                 spec.allowInsideAdmissionControllerNamespace: true on the \
-                 ClusterAdmissionPolicy {guard}, or move the template to another namespace."
+                "the guard {guard} never judges a DELETE in namespace {namespace} (its webhook's \
+                 namespaceSelector leaves it out, or it is the policy server's own namespace, \
+                 where the policy server accepts every request unchecked): move the template \
+                 to another namespace to have it collected"
             ),
         }
     }

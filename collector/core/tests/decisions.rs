@@ -1,5 +1,5 @@
-//! The decisions as tables: pre-flight, kinds, candidates, deploy tools' desired state (on the
-//! shapes the tools write), DELETE answers.
+//! The decisions as tables: candidates, deploy tools' desired state (on the shapes the tools
+//! write). The pre-flight, the probe and the answers to a DELETE are in preflight.rs.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -7,13 +7,9 @@ use std::io::Write;
 use base64::Engine;
 use rstest::rstest;
 use serde_json::{json, Value};
-use template_cleanup_core::answer::{classify, Outcome, Refused};
 use template_cleanup_core::declared::{
     argo_application, flux_helm_storage_namespaces, flux_kustomization, helm_current,
     helm_release_secret, Declared, HelmRevision,
-};
-use template_cleanup_core::guard::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups, Served,
 };
 use template_cleanup_core::select::{candidate, Skip, Template};
 use template_cleanup_core::{Kind, ObjectRef};
@@ -38,12 +34,6 @@ fn m3mt(version: &str) -> Kind {
     )
 }
 
-/// The guard as examples/cluster-admission-policy-guard.yaml installs it (Metal3MachineTemplates
-/// only), active; the binary's tests use the same file.
-fn good_policy() -> Value {
-    serde_json::from_str(include_str!("guard.json")).unwrap()
-}
-
 fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
     ObjectRef {
         group: group.into(),
@@ -51,258 +41,6 @@ fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
         namespace: namespace.into(),
         name: name.into(),
     }
-}
-
-fn with(mut policy: Value, pointer: &str, value: Value) -> Value {
-    let (parent, key) = pointer.rsplit_once('/').unwrap();
-    policy
-        .pointer_mut(parent)
-        .unwrap()
-        .as_object_mut()
-        .unwrap()
-        .insert(key.to_string(), value);
-    policy
-}
-
-#[rstest]
-#[case::the_guard_as_shipped(Some(good_policy()), None)]
-#[case::defaults_mode_protect_and_failure_policy_fail(Some({
-    let mut p = good_policy();
-    let spec = p["spec"].as_object_mut().unwrap();
-    spec.remove("mode");
-    spec.remove("failurePolicy");
-    p
-}), None)]
-#[case::missing(None, Some("guard exists"))]
-#[case::monitor_mode(Some(with(good_policy(), "/spec/mode", json!("monitor"))), Some("spec.mode is protect"))]
-#[case::monitor_on_the_server(Some(with(good_policy(), "/status/mode", json!("monitor"))), Some("status.mode is protect"))]
-#[case::no_status_yet(Some(with(good_policy(), "/status", json!({}))), Some("status.mode is protect"))]
-#[case::scheduled_its_server_gone(Some(with(good_policy(), "/status/policyStatus", json!("scheduled"))), Some("status.policyStatus is active"))]
-#[case::pending(Some(with(good_policy(), "/status/policyStatus", json!("pending"))), Some("status.policyStatus is active"))]
-#[case::failure_policy_ignore(Some(with(good_policy(), "/spec/failurePolicy", json!("Ignore"))), Some("failurePolicy is Fail"))]
-#[case::fail_open(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(true))), Some("failOpenOnLookupError is not set"))]
-#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some("failOpenOnLookupError is not set"))]
-#[case::fail_open_false(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(false))), None)]
-#[case::object_selector(Some(with(good_policy(), "/spec/objectSelector", json!({"matchLabels": {"a": "b"}}))), Some("the guard sees every template"))]
-#[case::namespace_selector(Some(with(good_policy(), "/spec/namespaceSelector", json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}))), Some("the guard sees every template"))]
-#[case::empty_selector(Some(with(good_policy(), "/spec/objectSelector", json!({}))), None)]
-#[case::no_rules(Some(with(good_policy(), "/spec/rules", json!([]))), Some("rules cover DELETE"))]
-#[case::malformed_rule(Some(with(good_policy(), "/spec/rules", json!([{"apiGroups": [INFRA]}]))), Some("rules cover DELETE"))]
-#[case::scope_not_a_string(Some(with(good_policy(), "/spec/rules", json!([{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["*"], "operations": ["DELETE"], "scope": 1}]))), Some("rules cover DELETE"))]
-fn pre_flight(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
-    let result = check_policy("capi-template-guard", policy.as_ref());
-    match (refused_by, result) {
-        (None, Ok(guard)) => assert_eq!(guard.rules.len(), 1),
-        (Some(check), Err(refusal)) => {
-            assert_eq!(refusal.check, check);
-            let text = refusal.to_string();
-            assert!(
-                text.starts_with(&format!("pre-flight check `{check}` failed: ")),
-                "{text}"
-            );
-            assert!(text.ends_with(". Nothing was deleted."), "{text}");
-        }
-        (expected, got) => panic!("expected {expected:?}, got {got:?}"),
-    }
-}
-
-/// The guard's webhook configuration with `hooks` as its webhooks.
-fn configuration(hooks: Value) -> Value {
-    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "clusterwide-g"}, "webhooks": hooks})
-}
-
-/// The guard's webhook with `selector` as its namespaceSelector.
-fn hook(selector: Value) -> Value {
-    configuration(
-        json!([{"name": "clusterwide-g.kubewarden.admission", "namespaceSelector": selector}]),
-    )
-}
-
-fn not_in(values: Value) -> Value {
-    json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": values})
-}
-
-/// kubewarden-controller v1.36.0-beta.1 `internal/controller/policy_subreconciler_webhook.go`,
-/// `namespaceSelector`: its own `NotIn [<its namespace>]`, then the policy's expressions; none at
-/// all with allowInsideAdmissionControllerNamespace and no selector on the policy.
-#[rstest]
-#[case::kubewarden(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"]))]}))), Ok(vec!["kubewarden"]))]
-#[case::rancher(Some(hook(json!({"matchExpressions": [not_in(json!(["cattle-kubewarden-system"]))]}))), Ok(vec!["cattle-kubewarden-system"]))]
-#[case::two_sorted_once(Some(hook(json!({"matchExpressions": [not_in(json!(["b", "a"])), not_in(json!(["a"]))]}))), Ok(vec!["a", "b"]))]
-#[case::allowed_inside(Some(hook(Value::Null)), Ok(vec![]))]
-#[case::no_selector_field(Some(configuration(json!([{"name": "clusterwide-g.kubewarden.admission"}]))), Ok(vec![]))]
-#[case::empty_parts(Some(hook(json!({"matchLabels": {}, "matchExpressions": []}))), Ok(vec![]))]
-#[case::missing(None, Err("the guard's webhook is installed"))]
-#[case::no_webhooks(
-    Some(configuration(Value::Null)),
-    Err("the guard's webhook is installed")
-)]
-#[case::another_policys_webhook(Some(configuration(json!([{"name": "clusterwide-h.kubewarden.admission"}]))), Err("the guard's webhook is installed"))]
-#[case::another_key(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"])), {"key": "team", "operator": "NotIn", "values": ["x"]}]}))), Err("the guard sees every template"))]
-#[case::in_operator(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]}))), Err("the guard sees every template"))]
-#[case::exists(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}))), Err("the guard sees every template"))]
-#[case::values_not_strings(Some(hook(json!({"matchExpressions": [not_in(json!([1]))]}))), Err("the guard sees every template"))]
-#[case::expressions_not_a_list(Some(hook(json!({"matchExpressions": "x"}))), Err("the guard sees every template"))]
-#[case::match_labels(Some(hook(json!({"matchLabels": {"kubernetes.io/metadata.name": "edge"}}))), Err("the guard sees every template"))]
-fn the_guards_webhook(#[case] webhook: Option<Value>, #[case] expected: Result<Vec<&str>, &str>) {
-    match (expected, check_webhook("g", webhook.as_ref())) {
-        (Ok(unseen), Ok(got)) => assert_eq!(got, unseen),
-        (Err(check), Err(refusal)) => {
-            assert_eq!(refusal.check, check);
-            let text = refusal.to_string();
-            assert!(text.contains("clusterwide-g"), "{text}");
-            assert!(text.ends_with(". Nothing was deleted."), "{text}");
-        }
-        (expected, got) => panic!("expected {expected:?}, got {got:?}"),
-    }
-}
-
-#[rstest]
-#[case::on_the_requester("request.userInfo.username != 'system:serviceaccount:x:y'", true)]
-#[case::break_glass_annotation("!has(oldObject.metadata.annotations)", false)]
-fn match_conditions_on_the_requester_are_named_in_a_warning(
-    #[case] expression: &str,
-    #[case] warned: bool,
-) {
-    let policy = with(
-        good_policy(),
-        "/spec/matchConditions",
-        json!([{"name": "cond", "expression": expression}]),
-    );
-    let guard = check_policy("g", Some(&policy)).unwrap();
-    assert_eq!(
-        guard.warnings.len(),
-        usize::from(warned),
-        "{:?}",
-        guard.warnings
-    );
-    assert!(
-        guard.warnings.iter().all(|w| w.contains("(cond)")),
-        "{:?}",
-        guard.warnings
-    );
-}
-
-#[rstest]
-#[case::covered(vec![m3mt("v1beta1")], true)]
-#[case::other_kind(vec![m3mt("v1beta1"), kind(INFRA, "v1beta1", "Metal3DataTemplate", "metal3datatemplates")], false)]
-#[case::other_group(vec![kind("bootstrap.cluster.x-k8s.io", "v1beta1", "KubeadmConfigTemplate", "kubeadmconfigtemplates")], false)]
-#[case::nothing(vec![], true)]
-fn coverage(#[case] kinds: Vec<Kind>, #[case] covered: bool) {
-    let mut policy = good_policy();
-    // one version only, to see versions matter
-    policy["spec"]["rules"][0]["apiVersions"] = json!(["v1beta1"]);
-    let guard = check_policy("g", Some(&policy)).unwrap();
-    assert_eq!(check_coverage(&guard, &kinds).is_ok(), covered);
-    let mut create_only = policy.clone();
-    create_only["spec"]["rules"][0]["operations"] = json!(["CREATE"]);
-    let guard = check_policy("g", Some(&create_only)).unwrap();
-    assert_eq!(
-        check_coverage(&guard, &kinds).is_ok(),
-        kinds.is_empty(),
-        "a CREATE rule covers no DELETE"
-    );
-}
-
-/// A rule's `scope`: kube-apiserver sends a namespaced object's DELETE only for an absent, `*` or
-/// `Namespaced` scope (k8s.io/apiserver v0.36.3 `pkg/admission/plugin/webhook/predicates/rules/
-/// rules.go`, `Matcher.scope`); every template is namespaced.
-#[rstest]
-#[case::absent(None, true)]
-#[case::every_scope(Some("*"), true)]
-#[case::namespaced(Some("Namespaced"), true)]
-#[case::cluster(Some("Cluster"), false)]
-#[case::unknown_value(Some("namespaced"), false)]
-fn a_rules_scope_decides_whether_it_sends_template_deletes(
-    #[case] scope: Option<&str>,
-    #[case] sent: bool,
-) {
-    let mut policy = good_policy();
-    if let Some(scope) = scope {
-        policy["spec"]["rules"][0]["scope"] = json!(scope);
-    }
-    let guard = check_policy("g", Some(&policy)).unwrap();
-    assert_eq!(check_coverage(&guard, &[m3mt("v1beta1")]).is_ok(), sent);
-    let expected = if sent { vec![m3mt("v1beta1")] } else { vec![] };
-    assert_eq!(
-        collectable(&guard, &[served(m3mt("v1beta1"), true)]),
-        expected
-    );
-}
-
-fn served(k: Kind, preferred: bool) -> Served {
-    Served {
-        kind: k,
-        namespaced: true,
-        preferred,
-    }
-}
-
-#[test]
-fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred_version() {
-    let mut policy = good_policy();
-    policy["spec"]["rules"] = json!([
-        {"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates", "metal3datatemplates/status", "nosuchtemplates"], "operations": ["DELETE"]},
-        {"apiGroups": ["wild.example"], "apiVersions": ["v1"], "resources": ["*"], "operations": ["*"]},
-        {"apiGroups": ["bootstrap.cluster.x-k8s.io"], "apiVersions": ["v1beta1"], "resources": ["kubeadmconfigtemplates"], "operations": ["DELETE"]},
-        {"apiGroups": ["create.example"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"]},
-    ]);
-    let guard = check_policy("g", Some(&policy)).unwrap();
-    assert_eq!(
-        rule_groups(&guard),
-        ["bootstrap.cluster.x-k8s.io", INFRA, "wild.example"]
-    );
-    let kct = |v: &str| {
-        kind(
-            "bootstrap.cluster.x-k8s.io",
-            v,
-            "KubeadmConfigTemplate",
-            "kubeadmconfigtemplates",
-        )
-    };
-    let all = vec![
-        served(m3mt("v1alpha5"), false),
-        served(m3mt("v1beta1"), true),
-        served(
-            kind(
-                INFRA,
-                "v1beta1",
-                "Metal3DataTemplate",
-                "metal3datatemplates",
-            ),
-            true,
-        ),
-        served(kind("wild.example", "v1", "Machine", "machines"), true),
-        served(
-            kind("wild.example", "v1", "WildTemplate", "wildtemplates"),
-            true,
-        ),
-        Served {
-            kind: kind(
-                "wild.example",
-                "v1",
-                "ClusterWideTemplate",
-                "clusterwidetemplates",
-            ),
-            namespaced: false,
-            preferred: true,
-        },
-        served(kct("v1beta2"), true),
-        served(kct("v1beta1"), false),
-        served(
-            kind("create.example", "v1", "CTemplate", "ctemplates"),
-            true,
-        ),
-    ];
-    assert_eq!(
-        collectable(&guard, &all),
-        vec![
-            kct("v1beta1"),
-            m3mt("v1beta1"),
-            kind("wild.example", "v1", "WildTemplate", "wildtemplates")
-        ]
-    );
 }
 
 fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> Template {
@@ -548,41 +286,4 @@ fn the_current_helm_revisions_are_the_deployed_and_each_releases_newest() {
         .map(|r| (r.name.as_str(), r.version))
         .collect();
     assert_eq!(current, [("a", 2), ("a", 3), ("b", 5), ("d", 7)]);
-}
-
-// --- answers
-
-fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> Refused {
-    Refused {
-        code,
-        reason: reason.into(),
-        message: message.into(),
-        causes: causes.iter().map(|c| c.to_string()).collect(),
-    }
-}
-
-const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: ";
-
-/// kube-apiserver's usual answer to a DELETE whose preconditions fail: `rest.BeforeDelete`
-/// (k8s.io/apiserver v0.36.3 `pkg/registry/rest/delete.go:83-92`), a Conflict on the kind (its
-/// `GroupResource` is built from the kind) with these texts.
-const BEFORE_DELETE_UID: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the UID in the precondition (a) does not match the UID in record (b). The object might have been deleted and then recreated";
-const BEFORE_DELETE_RV: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the ResourceVersion in the precondition (7) does not match the ResourceVersion in record (8). The object might have been modified";
-
-#[rstest]
-#[case::deleted(None, Outcome::Deleted)]
-#[case::guard_refusal(Some(refused(409, "", &format!("{DENIED}t1 is referenced by MachineSet edge/md-abc"), &[])), Outcome::Kept("kept: t1 is referenced by MachineSet edge/md-abc".into()))]
-#[case::guard_refusal_with_spec_message(Some(refused(409, "", &format!("{DENIED}templates are protected"), &["t1 is referenced by MachineSet edge/md-abc"])), Outcome::Kept("kept: t1 is referenced by MachineSet edge/md-abc".into()))]
-#[case::another_webhooks_409(Some(refused(409, "", "admission webhook \"other.example\" denied the request: no", &[])), Outcome::Failed("failed: 409: admission webhook \"other.example\" denied the request: no".into()))]
-#[case::another_guards_409(Some(refused(409, "", &DENIED.replace("capi-template-guard", "other-guard"), &[])), Outcome::Failed(format!("failed: 409: {}", DENIED.replace("capi-template-guard", "other-guard"))))]
-#[case::precondition(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b", &[])), Outcome::Kept("kept: changed since it was listed, the next pass looks again (Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b)".into()))]
-#[case::uid_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Outcome::Kept(format!("kept: changed since it was listed, the next pass looks again ({BEFORE_DELETE_UID})")))]
-#[case::resource_version_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_RV, &[])), Outcome::Kept(format!("kept: changed since it was listed, the next pass looks again ({BEFORE_DELETE_RV})")))]
-#[case::precondition_text_without_conflict(Some(refused(409, "", BEFORE_DELETE_UID, &[])), Outcome::Failed(format!("failed: 409: {BEFORE_DELETE_UID}")))]
-#[case::another_conflict(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again", &[])), Outcome::Failed("failed: 409 Conflict: Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again".into()))]
-#[case::gone(Some(refused(404, "NotFound", "not found", &[])), Outcome::Gone)]
-#[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), Outcome::Failed("failed: 403 Forbidden: cannot delete".into()))]
-#[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), Outcome::Failed(format!("failed: 500: {DENIED}could not check")))]
-fn answers(#[case] answer: Option<Refused>, #[case] outcome: Outcome) {
-    assert_eq!(classify("capi-template-guard", answer.as_ref()), outcome);
 }

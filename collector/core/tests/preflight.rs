@@ -1,0 +1,542 @@
+//! The pre-flight (the guard's policy and its live webhook), the kinds collected, the live
+//! probe's reading, and the answers to a DELETE, as tables.
+
+use rstest::rstest;
+use serde_json::{json, Value};
+use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome, Refused};
+use template_cleanup_core::guard::{
+    check_coverage, check_policy, check_webhook, collectable, rule_groups, Guard, Served,
+    SELECTS_THE_CLEANUP,
+};
+use template_cleanup_core::probe::{
+    judge, named_by_machine_deployment, not_a_proof, owning_clusters, Named, Probe,
+};
+use template_cleanup_core::Kind;
+
+const INFRA: &str = "infrastructure.cluster.x-k8s.io";
+
+fn kind(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
+    Kind {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn m3mt(version: &str) -> Kind {
+    kind(
+        INFRA,
+        version,
+        "Metal3MachineTemplate",
+        "metal3machinetemplates",
+    )
+}
+
+/// The clean-up's guard as examples/cleanup installs it (Metal3MachineTemplates only), active,
+/// its conditions True; the binary's tests use the same file.
+fn good_policy() -> Value {
+    serde_json::from_str(include_str!("guard.json")).unwrap()
+}
+
+fn with(mut object: Value, pointer: &str, value: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    object
+        .pointer_mut(parent)
+        .unwrap()
+        .as_object_mut()
+        .unwrap()
+        .insert(key.to_string(), value);
+    object
+}
+
+/// `good_policy()` with condition `kind` set to `status`, or removed (`None`).
+fn condition(kind: &str, status: Option<&str>) -> Value {
+    let mut p = good_policy();
+    let conditions = p["status"]["conditions"].as_array_mut().unwrap();
+    conditions.retain(|c| c["type"] != kind);
+    if let Some(status) = status {
+        conditions.push(json!({"type": kind, "status": status, "reason": "r", "message": "m"}));
+    }
+    p
+}
+
+#[rstest]
+#[case::the_guard_as_shipped(Some(good_policy()), None)]
+#[case::defaults_mode_protect(Some({
+    let mut p = good_policy();
+    p["spec"].as_object_mut().unwrap().remove("mode");
+    p
+}), None)]
+#[case::missing(None, Some("guard exists"))]
+#[case::monitor_mode(Some(with(good_policy(), "/spec/mode", json!("monitor"))), Some("spec.mode is protect"))]
+#[case::monitor_on_the_server(Some(with(good_policy(), "/status/mode", json!("monitor"))), Some("status.mode is protect"))]
+#[case::no_status_yet(Some(with(good_policy(), "/status", json!({}))), Some("status.mode is protect"))]
+#[case::scheduled_its_server_gone(Some(with(good_policy(), "/status/policyStatus", json!("scheduled"))), Some("status.policyStatus is active"))]
+#[case::pending(Some(with(good_policy(), "/status/policyStatus", json!("pending"))), Some("status.policyStatus is active"))]
+#[case::webhook_not_created(
+    Some(condition("PolicyActive", Some("False"))),
+    Some("condition PolicyActive is True")
+)]
+#[case::no_active_condition(
+    Some(condition("PolicyActive", None)),
+    Some("condition PolicyActive is True")
+)]
+#[case::rolling_out(
+    Some(condition("PolicyUniquelyReachable", Some("False"))),
+    Some("condition PolicyUniquelyReachable is True")
+)]
+#[case::reachability_unknown(
+    Some(condition("PolicyUniquelyReachable", Some("Unknown"))),
+    Some("condition PolicyUniquelyReachable is True")
+)]
+#[case::no_reachable_condition(
+    Some(condition("PolicyUniquelyReachable", None)),
+    Some("condition PolicyUniquelyReachable is True")
+)]
+#[case::configuration_out_of_date_is_not_checked(
+    Some(condition("PolicyServerConfigurationUpToDate", Some("False"))),
+    None
+)]
+#[case::fail_open(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(true))), Some("failOpenOnLookupError is not set"))]
+#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some("failOpenOnLookupError is not set"))]
+#[case::fail_open_false(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(false))), None)]
+fn pre_flight_on_the_policy(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
+    match (
+        refused_by,
+        check_policy("capi-template-guard-cleanup", policy.as_ref()),
+    ) {
+        (None, Ok(())) => {}
+        (Some(check), Err(refusal)) => {
+            assert_eq!(refusal.check, check);
+            let text = refusal.to_string();
+            assert!(
+                text.starts_with(&format!("pre-flight check `{check}` failed: ")),
+                "{text}"
+            );
+            assert!(
+                !text.contains("Nothing was deleted"),
+                "said once, by the pass: {text}"
+            );
+        }
+        (expected, got) => panic!("expected {expected:?}, got {got:?}"),
+    }
+}
+
+#[test]
+fn a_rolling_out_guard_is_refused_with_the_command_that_waits() {
+    let refusal = check_policy(
+        "g",
+        Some(&condition("PolicyUniquelyReachable", Some("False"))),
+    )
+    .unwrap_err();
+    assert!(
+        refusal.message.starts_with("the ClusterAdmissionPolicy g has condition PolicyUniquelyReachable False: a new ReplicaSet of its policy server is rolling out"),
+        "{}",
+        refusal.message
+    );
+    assert!(
+        refusal.message.ends_with(
+            "kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/g."
+        ),
+        "{}",
+        refusal.message
+    );
+}
+
+/// The guard's webhook configuration with `hooks` as its webhooks.
+fn configuration(hooks: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "clusterwide-g"}, "webhooks": hooks})
+}
+
+/// The guard's webhook as kubewarden-controller v1.36.0-beta.1 writes it for `good_policy()` in
+/// `kubewarden` (`internal/controller/policy_subreconciler_webhook.go:21-90`), with `edit`
+/// applied to the webhook entry.
+fn hook_with(edit: impl FnOnce(&mut Value)) -> Value {
+    let policy = good_policy();
+    let mut hook = json!({"name": "clusterwide-g.kubewarden.admission",
+        "clientConfig": {"service": {"namespace": "kubewarden", "name": "policy-server-default", "path": "/validate/clusterwide-g", "port": 8443}},
+        "rules": policy["spec"]["rules"], "failurePolicy": "Fail", "matchPolicy": "Equivalent",
+        "namespaceSelector": {"matchExpressions": [not_in(json!(["kubewarden"]))]},
+        "objectSelector": {}, "matchConditions": policy["spec"]["matchConditions"],
+        "sideEffects": "None", "timeoutSeconds": 10, "admissionReviewVersions": ["v1"]});
+    edit(&mut hook);
+    configuration(json!([hook]))
+}
+
+/// The shipped webhook with `selector` as its namespaceSelector.
+fn hook(selector: Value) -> Value {
+    hook_with(|h| h["namespaceSelector"] = selector)
+}
+
+fn not_in(values: Value) -> Value {
+    json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": values})
+}
+
+/// The live webhook decides: kubewarden-controller's own `NotIn [<its namespace>]`, then the
+/// policy's expressions (none at all with allowInsideAdmissionControllerNamespace and no
+/// selector), and always the namespace of its service, where the policy server accepts every
+/// request unchecked.
+#[rstest]
+#[case::as_shipped(Some(hook_with(|_| {})), Ok(vec!["kubewarden"]))]
+#[case::rancher(Some(hook_with(|h| {
+    h["namespaceSelector"] = json!({"matchExpressions": [not_in(json!(["cattle-kubewarden-system"]))]});
+    h["clientConfig"]["service"]["namespace"] = json!("cattle-kubewarden-system");
+})), Ok(vec!["cattle-kubewarden-system"]))]
+#[case::two_sorted_once(Some(hook(json!({"matchExpressions": [not_in(json!(["b", "a"])), not_in(json!(["a"]))]}))), Ok(vec!["a", "b", "kubewarden"]))]
+#[case::allowed_inside_the_service_namespace_still_unseen(Some(hook(Value::Null)), Ok(vec!["kubewarden"]))]
+#[case::no_selector_no_service(Some(configuration(json!([{"name": "clusterwide-g.kubewarden.admission", "rules": good_policy()["spec"]["rules"]}]))), Ok(vec![]))]
+#[case::empty_parts(Some(hook(json!({"matchLabels": {}, "matchExpressions": []}))), Ok(vec!["kubewarden"]))]
+#[case::failure_policy_absent_is_fail(Some(hook_with(|h| { h.as_object_mut().unwrap().remove("failurePolicy"); })), Ok(vec!["kubewarden"]))]
+#[case::no_match_conditions(Some(hook_with(|h| { h.as_object_mut().unwrap().remove("matchConditions"); })), Ok(vec!["kubewarden"]))]
+#[case::the_cleanups_condition_rewrapped(Some(hook_with(|h| h["matchConditions"][0]["expression"] = json!(SELECTS_THE_CLEANUP.1.replace(" && ", "\n  &&  ")))), Ok(vec!["kubewarden"]))]
+#[case::missing(None, Err("the guard's webhook is installed"))]
+#[case::no_webhooks(
+    Some(configuration(Value::Null)),
+    Err("the guard's webhook is installed")
+)]
+#[case::another_policys_webhook(Some(configuration(json!([{"name": "clusterwide-h.kubewarden.admission"}]))), Err("the guard's webhook is installed"))]
+#[case::failure_policy_ignore(Some(hook_with(|h| h["failurePolicy"] = json!("Ignore"))), Err("failurePolicy is Fail"))]
+#[case::break_glass(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-break-glass", "expression": "!has(oldObject.metadata.annotations)"}]))), Err("no matchCondition exempts a template DELETE"))]
+#[case::the_main_guards_exclusion(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-capi-template-cleanup", "expression": format!("!({})", SELECTS_THE_CLEANUP.1)}]))), Err("no matchCondition exempts a template DELETE"))]
+#[case::same_expression_other_name(Some(hook_with(|h| h["matchConditions"][0]["name"] = json!("mine"))), Err("no matchCondition exempts a template DELETE"))]
+#[case::a_second_condition(Some(hook_with(|h| h["matchConditions"].as_array_mut().unwrap().push(json!({"name": "x", "expression": "true"})))), Err("no matchCondition exempts a template DELETE"))]
+#[case::object_selector(Some(hook_with(|h| h["objectSelector"] = json!({"matchLabels": {"a": "b"}}))), Err("the guard sees every template"))]
+#[case::another_key(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"])), {"key": "team", "operator": "NotIn", "values": ["x"]}]}))), Err("the guard sees every template"))]
+#[case::in_operator(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]}))), Err("the guard sees every template"))]
+#[case::exists(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}))), Err("the guard sees every template"))]
+#[case::values_not_strings(Some(hook(json!({"matchExpressions": [not_in(json!([1]))]}))), Err("the guard sees every template"))]
+#[case::expressions_not_a_list(Some(hook(json!({"matchExpressions": "x"}))), Err("the guard sees every template"))]
+#[case::match_labels(Some(hook(json!({"matchLabels": {"kubernetes.io/metadata.name": "edge"}}))), Err("the guard sees every template"))]
+#[case::no_rules(Some(hook_with(|h| h["rules"] = json!([]))), Err("rules cover DELETE"))]
+#[case::malformed_rule(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA]}]))), Err("rules cover DELETE"))]
+#[case::scope_not_a_string(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["*"], "operations": ["DELETE"], "scope": 1}]))), Err("rules cover DELETE"))]
+fn pre_flight_on_the_live_webhook(
+    #[case] webhook: Option<Value>,
+    #[case] expected: Result<Vec<&str>, &str>,
+) {
+    match (expected, check_webhook("g", webhook.as_ref())) {
+        (Ok(unseen), Ok(guard)) => {
+            assert_eq!(guard.unseen, unseen);
+            assert_eq!(guard.rules.len(), 1);
+        }
+        (Err(check), Err(refusal)) => {
+            assert_eq!(refusal.check, check);
+            let text = refusal.to_string();
+            assert!(text.contains("clusterwide-g"), "{text}");
+        }
+        (expected, got) => panic!("expected {expected:?}, got {got:?}"),
+    }
+}
+
+/// The shipped clean-up policy carries exactly the condition the pre-flight accepts, and the main
+/// guard its negation, so that every template DELETE is judged by exactly one of them.
+#[test]
+fn the_shipped_policies_carry_the_cleanups_condition() {
+    let read = |path: &str| -> Value {
+        let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap();
+        yaml_value(&text)
+    };
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cleanup = read("examples/cleanup/component/guard-cleanup.yaml");
+    assert_eq!(cleanup["metadata"]["name"], "capi-template-guard-cleanup");
+    let conditions = cleanup["spec"]["matchConditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1, "{conditions:?}");
+    assert_eq!(conditions[0]["name"], SELECTS_THE_CLEANUP.0);
+    assert_eq!(
+        squash(conditions[0]["expression"].as_str().unwrap()),
+        SELECTS_THE_CLEANUP.1
+    );
+    let main = read("examples/cluster-admission-policy-guard.yaml");
+    let exclusion = main["spec"]["matchConditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "not-capi-template-cleanup")
+        .expect("the main guard leaves the clean-up's DELETEs to its own policy");
+    assert_eq!(
+        squash(exclusion["expression"].as_str().unwrap()),
+        format!("!({})", SELECTS_THE_CLEANUP.1)
+    );
+    // the same module, settings, rules and lookups: the clean-up's DELETEs are judged alike
+    for field in [
+        "module",
+        "settings",
+        "rules",
+        "contextAwareResources",
+        "mode",
+        "failurePolicy",
+        "policyServer",
+        "timeoutSeconds",
+        "timeoutEvalSeconds",
+    ] {
+        assert_eq!(cleanup["spec"][field], main["spec"][field], "spec.{field}");
+    }
+}
+
+/// A one-document YAML file as JSON (the clean-up's policy and the main guard).
+fn yaml_value(text: &str) -> Value {
+    yaml_serde::from_str(text).unwrap()
+}
+
+/// A guard whose webhook sends DELETEs to it by `rules`.
+fn guard_with_rules(rules: Value) -> Guard {
+    check_webhook("g", Some(&hook_with(|h| h["rules"] = rules))).unwrap()
+}
+
+#[rstest]
+#[case::covered(vec![m3mt("v1beta1")], true)]
+#[case::other_kind(vec![m3mt("v1beta1"), kind(INFRA, "v1beta1", "Metal3DataTemplate", "metal3datatemplates")], false)]
+#[case::other_group(vec![kind("bootstrap.cluster.x-k8s.io", "v1beta1", "KubeadmConfigTemplate", "kubeadmconfigtemplates")], false)]
+#[case::nothing(vec![], true)]
+fn coverage(#[case] kinds: Vec<Kind>, #[case] covered: bool) {
+    // one version only, to see versions matter
+    let mut rules = good_policy()["spec"]["rules"].clone();
+    rules[0]["apiVersions"] = json!(["v1beta1"]);
+    assert_eq!(
+        check_coverage(&guard_with_rules(rules.clone()), &kinds).is_ok(),
+        covered
+    );
+    rules[0]["operations"] = json!(["CREATE"]);
+    assert_eq!(
+        check_coverage(&guard_with_rules(rules), &kinds).is_ok(),
+        kinds.is_empty(),
+        "a CREATE rule covers no DELETE"
+    );
+}
+
+/// A rule's `scope`: kube-apiserver sends a namespaced object's DELETE only for an absent, `*` or
+/// `Namespaced` scope (k8s.io/apiserver v0.36.3 `pkg/admission/plugin/webhook/predicates/rules/
+/// rules.go`, `Matcher.scope`); every template is namespaced.
+#[rstest]
+#[case::absent(None, true)]
+#[case::every_scope(Some("*"), true)]
+#[case::namespaced(Some("Namespaced"), true)]
+#[case::cluster(Some("Cluster"), false)]
+#[case::unknown_value(Some("namespaced"), false)]
+fn a_rules_scope_decides_whether_it_sends_template_deletes(
+    #[case] scope: Option<&str>,
+    #[case] sent: bool,
+) {
+    let mut rules = good_policy()["spec"]["rules"].clone();
+    if let Some(scope) = scope {
+        rules[0]["scope"] = json!(scope);
+    }
+    let guard = guard_with_rules(rules);
+    assert_eq!(check_coverage(&guard, &[m3mt("v1beta1")]).is_ok(), sent);
+    let expected = if sent { vec![m3mt("v1beta1")] } else { vec![] };
+    assert_eq!(
+        collectable(&guard, &[served(m3mt("v1beta1"), true)]),
+        expected
+    );
+}
+
+fn served(k: Kind, preferred: bool) -> Served {
+    Served {
+        kind: k,
+        namespaced: true,
+        preferred,
+    }
+}
+
+#[test]
+fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred_version() {
+    let guard = guard_with_rules(json!([
+        {"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates", "metal3datatemplates/status", "nosuchtemplates"], "operations": ["DELETE"]},
+        {"apiGroups": ["wild.example"], "apiVersions": ["v1"], "resources": ["*"], "operations": ["*"]},
+        {"apiGroups": ["bootstrap.cluster.x-k8s.io"], "apiVersions": ["v1beta1"], "resources": ["kubeadmconfigtemplates"], "operations": ["DELETE"]},
+        {"apiGroups": ["create.example"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"]},
+    ]));
+    assert_eq!(
+        rule_groups(&guard),
+        ["bootstrap.cluster.x-k8s.io", INFRA, "wild.example"]
+    );
+    let kct = |v: &str| {
+        kind(
+            "bootstrap.cluster.x-k8s.io",
+            v,
+            "KubeadmConfigTemplate",
+            "kubeadmconfigtemplates",
+        )
+    };
+    let all = vec![
+        served(m3mt("v1alpha5"), false),
+        served(m3mt("v1beta1"), true),
+        served(
+            kind(
+                INFRA,
+                "v1beta1",
+                "Metal3DataTemplate",
+                "metal3datatemplates",
+            ),
+            true,
+        ),
+        served(kind("wild.example", "v1", "Machine", "machines"), true),
+        served(
+            kind("wild.example", "v1", "WildTemplate", "wildtemplates"),
+            true,
+        ),
+        Served {
+            kind: kind(
+                "wild.example",
+                "v1",
+                "ClusterWideTemplate",
+                "clusterwidetemplates",
+            ),
+            namespaced: false,
+            preferred: true,
+        },
+        served(kct("v1beta2"), true),
+        served(kct("v1beta1"), false),
+        served(
+            kind("create.example", "v1", "CTemplate", "ctemplates"),
+            true,
+        ),
+    ];
+    assert_eq!(
+        collectable(&guard, &all),
+        vec![
+            kct("v1beta1"),
+            m3mt("v1beta1"),
+            kind("wild.example", "v1", "WildTemplate", "wildtemplates")
+        ]
+    );
+}
+
+// --- answers
+
+fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> Refused {
+    Refused {
+        code,
+        reason: reason.into(),
+        message: message.into(),
+        causes: causes.iter().map(|c| c.to_string()).collect(),
+    }
+}
+
+const DENIED: &str = "admission webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\" denied the request: ";
+
+/// kube-apiserver's usual answer to a DELETE whose preconditions fail: `rest.BeforeDelete`
+/// (k8s.io/apiserver v0.36.3 `pkg/registry/rest/delete.go:83-92`), a Conflict on the kind (its
+/// `GroupResource` is built from the kind) with these texts.
+const BEFORE_DELETE_UID: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the UID in the precondition (a) does not match the UID in record (b). The object might have been deleted and then recreated";
+const BEFORE_DELETE_RV: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the ResourceVersion in the precondition (7) does not match the ResourceVersion in record (8). The object might have been modified";
+
+#[rstest]
+#[case::deleted(None, Outcome::Deleted)]
+#[case::guard_refusal(Some(refused(409, "", &format!("{DENIED}t1 is referenced by MachineSet edge/md-abc"), &[])), Outcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
+#[case::guard_refusal_with_spec_message(Some(refused(409, "", &format!("{DENIED}templates are protected"), &["t1 is referenced by MachineSet edge/md-abc"])), Outcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
+#[case::another_webhooks_409(Some(refused(409, "", "admission webhook \"other.example\" denied the request: no", &[])), Outcome::Failed("409: admission webhook \"other.example\" denied the request: no".into()))]
+#[case::another_guards_409(Some(refused(409, "", &DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"), &[])), Outcome::Failed(format!("409: {}", DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"))))]
+#[case::precondition(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b", &[])), Outcome::Changed("Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b".into()))]
+#[case::uid_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Outcome::Changed(BEFORE_DELETE_UID.into()))]
+#[case::resource_version_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_RV, &[])), Outcome::Changed(BEFORE_DELETE_RV.into()))]
+#[case::precondition_text_without_conflict(Some(refused(409, "", BEFORE_DELETE_UID, &[])), Outcome::Failed(format!("409: {BEFORE_DELETE_UID}")))]
+#[case::another_conflict(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again", &[])), Outcome::Failed("409 Conflict: Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again".into()))]
+#[case::gone(Some(refused(404, "NotFound", "not found", &[])), Outcome::Gone)]
+#[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), Outcome::Failed("403 Forbidden: cannot delete".into()))]
+#[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), Outcome::Failed(format!("500: {DENIED}could not check")))]
+fn answers(#[case] answer: Option<Refused>, #[case] outcome: Outcome) {
+    assert_eq!(
+        classify("capi-template-guard-cleanup", answer.as_ref()),
+        outcome
+    );
+}
+
+/// A DELETE that fails because the webhook could not be called stops the pass; the guard's own
+/// answers, even a 500, do not.
+#[rstest]
+#[case::timeout(refused(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard-cleanup?timeout=10s\": context deadline exceeded", &[]), true)]
+#[case::no_endpoints(refused(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard-cleanup?timeout=10s\": no endpoints available for service \"policy-server-default\"", &[]), true)]
+#[case::the_guards_own_500(refused(500, "", &format!("{DENIED}could not check"), &[]), false)]
+#[case::forbidden(refused(403, "Forbidden", "cannot delete", &[]), false)]
+#[case::refused(refused(409, "", &format!("{DENIED}in use"), &[]), false)]
+fn a_webhook_that_cannot_be_called_stops_the_pass(#[case] answer: Refused, #[case] stops: bool) {
+    assert_eq!(webhook_unreachable(&answer), stops);
+}
+
+// --- the live probe
+
+fn md(shape: &str, deleting: bool) -> Value {
+    let (infra, bootstrap) = match shape {
+        "v1beta1" => (
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "name": "m3mt-a", "namespace": "edge"}),
+            json!({"apiVersion": "bootstrap.cluster.x-k8s.io/v1beta1", "kind": "KubeadmConfigTemplate", "name": "kct-a"}),
+        ),
+        _ => (
+            json!({"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-a"}),
+            json!({"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "kct-a"}),
+        ),
+    };
+    let mut md = json!({"apiVersion": format!("cluster.x-k8s.io/{shape}"), "kind": "MachineDeployment",
+        "metadata": {"name": "md", "namespace": "edge"},
+        "spec": {"clusterName": "a", "template": {"spec": {"clusterName": "a", "infrastructureRef": infra, "bootstrap": {"configRef": bootstrap}}}}});
+    if deleting {
+        md["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    }
+    md
+}
+
+fn named(group: &str, kind: &str, name: &str) -> Named {
+    Named {
+        group: group.into(),
+        kind: kind.into(),
+        namespace: "edge".into(),
+        name: name.into(),
+    }
+}
+
+#[rstest]
+#[case::v1beta1(md("v1beta1", false), 2)]
+#[case::v1beta2(md("v1beta2", false), 2)]
+#[case::being_deleted(md("v1beta2", true), 0)]
+#[case::no_bootstrap(with(md("v1beta2", false), "/spec/template/spec/bootstrap", json!({"dataSecretName": "s"})), 1)]
+#[case::no_namespace(with(md("v1beta1", false), "/metadata/namespace", Value::Null), 0)]
+fn a_live_machine_deployment_names_the_probes_templates(#[case] md: Value, #[case] count: usize) {
+    let expected = [
+        named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
+        named(
+            "bootstrap.cluster.x-k8s.io",
+            "KubeadmConfigTemplate",
+            "kct-a",
+        ),
+    ];
+    assert_eq!(named_by_machine_deployment(&md), expected[..count]);
+}
+
+#[rstest]
+#[case::live(json!({"metadata": {"name": "t"}}), None)]
+#[case::being_deleted(json!({"metadata": {"name": "t", "deletionTimestamp": "2026-01-01T00:00:00Z"}}), Some("it is being deleted"))]
+#[case::moving(json!({"metadata": {"name": "t", "annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}}), Some("clusterctl move is deleting it"))]
+fn a_template_being_deleted_or_moved_is_no_proof(
+    #[case] template: Value,
+    #[case] why: Option<&str>,
+) {
+    assert_eq!(not_a_proof(&template), why);
+}
+
+#[test]
+fn the_clusters_that_own_a_template() {
+    let template = json!({"metadata": {"ownerReferences": [
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "a", "uid": "1"},
+        {"apiVersion": "other.example/v1", "kind": "Cluster", "name": "b", "uid": "2"},
+        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "md", "uid": "3"},
+        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "c", "uid": "4"},
+    ]}});
+    assert_eq!(owning_clusters(&template), ["a", "c"]);
+}
+
+/// Only the guard's refusal proves it judges; 404 and a failed precondition try another
+/// template; anything else stops the pass, saying what came back.
+#[rstest]
+#[case::refused(Some(refused(409, "", &format!("{DENIED}m3mt-a is referenced by MachineDeployment edge/md"), &[])), Probe::Judged("m3mt-a is referenced by MachineDeployment edge/md".into()))]
+#[case::allowed_monitor_mode(None, Probe::NotJudged("2xx: the DELETE would have gone through, so the pods that answer do not refuse it (monitor mode, an older configuration, or rules that miss it)".into()))]
+#[case::gone(Some(refused(404, "NotFound", "not found", &[])), Probe::Moved)]
+#[case::recreated(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Probe::Moved)]
+#[case::the_main_guard_answered(Some(refused(409, "", &DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"), &[])), Probe::NotJudged(format!("409: {}", DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"))))]
+#[case::unreachable(Some(refused(500, "InternalError", "Internal error occurred: failed calling webhook", &[])), Probe::NotJudged("500 InternalError: Internal error occurred: failed calling webhook".into()))]
+fn the_probes_answer(#[case] answer: Option<Refused>, #[case] probe: Probe) {
+    assert_eq!(judge("capi-template-guard-cleanup", answer.as_ref()), probe);
+}
