@@ -58,12 +58,13 @@ state() {
 # policy; FLAGS go to `testhost apiserver`. Sets KUBECONFIG and API.
 start() {
   state "$1"
-  rm -f "$T/kc.yaml" "$T/api.log"
+  rm -f "$T/kc.yaml"
+  # its stderr: one line per request (method, URL, status, what was done), then the policy's log
   "$TESTHOST" apiserver --state "$T/state.json" --policy "$POLICY" --kubeconfig "$T/kc.yaml" \
-    --log "$T/api.log" "${@:2}" 2>>"$T/api.err" &
+    "${@:2}" 2>"$T/api.log" &
   pids+=($!)
   for _ in $(seq 300); do [ -s "$T/kc.yaml" ] && break; sleep 0.1; done
-  [ -s "$T/kc.yaml" ] || { echo "Bail out! testhost apiserver did not start:"; cat "$T/api.err"; exit 1; }
+  [ -s "$T/kc.yaml" ] || { echo "Bail out! testhost apiserver did not start:"; cat "$T/api.log"; exit 1; }
   API=$(sed -n 's#.*server: http://##p' "$T/kc.yaml")
   export KUBECONFIG="$T/kc.yaml"
 }

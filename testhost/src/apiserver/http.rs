@@ -6,7 +6,6 @@
 //! time (`tiny_http`): a test tool, not a server. No watch: the clean-up sends none.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -37,10 +36,6 @@ pub struct ApiServerArgs {
     /// Write a kubeconfig for this server here once listening
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
-
-    /// Append one line per request here: method, path, status and what was done
-    #[arg(long, value_name = "PATH")]
-    log: Option<PathBuf>,
 
     /// The policy the validating webhook runs on every DELETE of a kind ending in `Template`;
     /// without it, the webhook's policy server cannot be reached
@@ -73,7 +68,7 @@ pub struct ApiServerArgs {
     faults: Vec<String>,
 }
 
-/// An answer: status code, body (a string is sent as plain text), what was done (for the log).
+/// An answer: status code, body (a string is sent as plain text), what was done (logged).
 #[derive(Debug)]
 struct Reply(u16, Value, String);
 
@@ -172,6 +167,28 @@ struct Front {
 }
 
 impl Front {
+    fn new(
+        api: Arc<Mutex<Api>>,
+        policy: Option<(Policy, Value)>,
+        args: ApiServerArgs,
+    ) -> Result<Front> {
+        let recreate = args.faults.iter().map(|fault| {
+            let kind = fault
+                .strip_prefix("delete:")
+                .and_then(|f| f.strip_suffix("=recreate"));
+            let wrong =
+                || anyhow!("--fault {fault}: the only fault served is delete:KIND=recreate");
+            kind.map(str::to_string).ok_or_else(wrong)
+        });
+        let recreate = recreate.collect::<Result<_>>()?;
+        Ok(Front {
+            api,
+            policy,
+            args,
+            recreate,
+        })
+    }
+
     fn answer(&self, method: &str, url: &str, accept: &str, body: &str) -> Reply {
         let decode = |s: &str| {
             percent_decode_str(&s.replace('+', " "))
@@ -327,15 +344,6 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
         api.hold(object)
             .map_err(|e| anyhow!("{}: {e}", args.state.display()))?;
     }
-    let recreate = args.faults.iter().map(|fault| {
-        let kind = fault
-            .strip_prefix("delete:")
-            .and_then(|f| f.strip_suffix("=recreate"));
-        kind.map(str::to_string).ok_or_else(|| {
-            anyhow!("--fault {fault}: the only fault served is delete:KIND=recreate")
-        })
-    });
-    let recreate = recreate.collect::<Result<Vec<_>>>()?;
     let api = Arc::new(Mutex::new(api));
     let policy = match &args.policy {
         Some(path) => {
@@ -366,25 +374,10 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
             .and_then(|()| std::fs::rename(&partial, path))
             .with_context(|| format!("cannot write the kubeconfig {}", path.display()))?;
     }
-    let mut log = match &args.log {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the log {}", path.display()))?,
-        ),
-        None => None,
-    };
     eprintln!(" INFO testhost: API server listening on http://{address}");
     let json_type = Header::from_bytes("Content-Type", "application/json")
         .map_err(|()| anyhow!("Content-Type: application/json is not a header"))?;
-    let front = Front {
-        api,
-        policy,
-        args,
-        recreate,
-    };
+    let front = Front::new(api, policy, args)?;
     for mut request in server.incoming_requests() {
         let mut body = String::new();
         let accept = request.headers().iter().find(|h| h.field.equiv("Accept"));
@@ -394,12 +387,7 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
             Ok(_) => front.answer(&method, &url, &accept, &body),
             Err(e) => bad_request(format!("cannot read the request body: {e}")),
         };
-        if let Some(Err(e)) = log
-            .as_mut()
-            .map(|log| writeln!(log, "{method} {url} {code} {note}"))
-        {
-            eprintln!(" WARN testhost: cannot write the log: {e}");
-        }
+        eprintln!("{method} {url} {code} {note}");
         let response = match answer {
             Value::String(text) => Response::from_string(text),
             body => Response::from_string(body.to_string()).with_header(json_type.clone()),
@@ -434,18 +422,7 @@ pub(super) mod tests {
         let policy = json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "metadata": {"name": "guard"}});
         api.hold(policy).unwrap();
         let args = Cli::parse_from([&["testhost", "--state", "-"], flags].concat()).args;
-        let recreate = args
-            .faults
-            .iter()
-            .map(|f| f[7..f.len() - 9].to_string())
-            .collect();
-        let api = Arc::new(Mutex::new(api));
-        Front {
-            api,
-            policy: None,
-            args,
-            recreate,
-        }
+        Front::new(Arc::new(Mutex::new(api)), None, args).unwrap()
     }
 
     pub(super) const M3MT: &str =

@@ -114,31 +114,24 @@ impl Api {
     }
 
     /// The simulated kind (`None`: none simulated, held or installed empty) and the version
-    /// `api_version` names.
+    /// `api_version` names; the host's text when either is not served.
     fn resolve<'v>(
         &self,
         api_version: &'v str,
         kind: &str,
     ) -> Result<(Option<Kind>, &'v str), String> {
+        let served = self.served();
+        let kinds = served
+            .get(api_version)
+            .ok_or_else(|| kube::no_such_group_version(api_version, kind))?;
+        if !kinds.contains(kind) {
+            return Err(kube::no_such_kind(api_version, kind));
+        }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let held = |k: Option<&str>| {
-            let mut other = self.held.keys().map(|key| (key.0.as_str(), key.1.as_str()));
-            let built_in = BUILT_IN
-                .iter()
-                .any(|&(v, n)| v == api_version && k.is_none_or(|k| k == n));
-            built_in || other.any(|(v, n)| v == api_version && k.is_none_or(|k| k == n))
-        };
-        let mut served = installed()
-            .filter(|&(g, _, p, _)| g == group && self.installed.provider_serves(p, version))
-            .peekable();
-        if served.peek().is_none() && !held(None) {
-            return Err(kube::no_such_group_version(api_version, kind));
-        }
-        match served.find(|&(_, name, ..)| name == kind) {
-            Some((.., simulated)) => Ok((simulated, version)),
-            None if held(Some(kind)) => Ok((None, version)),
-            None => Err(kube::no_such_kind(api_version, kind)),
-        }
+        let simulated = Kind::ALL
+            .into_iter()
+            .find(|k| k.group() == group && k.name() == kind);
+        Ok((simulated, version))
     }
 
     /// The objects of a kind in `namespace` (`None`: every namespace) whose labels match
@@ -300,54 +293,57 @@ mod tests {
     use super::objects::{MsSpec, Obj, Ref, Spec};
     use super::*;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
-    use serde_json::json;
 
-    /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, and one MachineSet.
+    /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, one MachineSet, and a held policy.
     fn api() -> Api {
+        let (capi_v1beta2, metal3_v1beta2, rke2) = (true, false, None);
         let mut api = Api::new(Installed {
-            capi_v1beta2: true,
-            metal3_v1beta2: false,
-            rke2: None,
+            capi_v1beta2,
+            metal3_v1beta2,
+            rke2,
         });
-        let spec = Spec::MachineSet(MsSpec {
-            infra: Ref::new(Kind::Metal3MachineTemplate, "w-1"),
-            bootstrap: Ref::new(Kind::KubeadmConfigTemplate, "b-1"),
+        let (infra, bootstrap) = (Kind::Metal3MachineTemplate, Kind::KubeadmConfigTemplate);
+        let (infra, bootstrap) = (Ref::new(infra, "w-1"), Ref::new(bootstrap, "b-1"));
+        let ms = MsSpec {
+            infra,
+            bootstrap,
             replicas: 2,
             status_replicas: Some(2),
-        });
-        let mut ms = Obj::new(Kind::MachineSet, "md-1", spec);
+        };
+        let mut ms = Obj::new(Kind::MachineSet, "md-1", Spec::MachineSet(ms));
         ms.owner_cluster = Some("edge-a".into());
         api.stores[0].create(ms, 10);
+        let policy = json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "metadata": {"name": "guard"}});
+        api.hold(policy).unwrap();
         api
     }
 
-    fn list(api_version: &str, kind: &str, masks: &[&str]) -> Result<Value, String> {
+    fn list(api_version: &str, kind: &str, masks: &[&str]) -> Result<Vec<Value>, String> {
         let masks = masks.iter().map(|m| m.to_string()).collect();
         let items = api().list((api_version, kind), Some(NAMESPACE), "")?;
-        let items = items
+        Ok(items
             .iter()
             .map(|o| kube::apply_masks(o, Some(&masks)))
-            .collect();
-        Ok(kube::list_answer(api_version, kind, "1", items))
+            .collect())
     }
 
     #[test]
     fn list_in_both_shapes_with_masks() {
         let masks = ["spec.template.spec.infrastructureRef", "status.replicas"];
         let v2 = list("cluster.x-k8s.io/v1beta2", "MachineSet", &masks).unwrap();
-        assert_eq!(v2["kind"], "MachineSetList");
-        let item = &v2["items"][0];
+        let reference = json!({"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "w-1"});
+        let spec = json!({"template": {"spec": {"infrastructureRef": reference}}});
         assert_eq!(
-            item["spec"],
-            json!({"template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "w-1"}}}})
+            (&v2[0]["spec"], &v2[0]["status"]),
+            (&spec, &json!({"replicas": 2}))
         );
-        assert_eq!(item["status"], json!({"replicas": 2}));
-        assert_eq!(item["metadata"]["managedFields"], json!([]));
-        assert_eq!(item["metadata"]["ownerReferences"][0]["kind"], "Cluster");
+        assert_eq!(v2[0]["metadata"]["managedFields"], json!([]));
+        assert_eq!(v2[0]["metadata"]["ownerReferences"][0]["kind"], "Cluster");
         let v1 = list("cluster.x-k8s.io/v1beta1", "MachineSet", &masks[..1]).unwrap();
         // CAPM3 <= 1.12 serves its templates at v1beta1 only
+        let reference = &v1[0]["spec"]["template"]["spec"]["infrastructureRef"];
         assert_eq!(
-            v1["items"][0]["spec"]["template"]["spec"]["infrastructureRef"]["apiVersion"],
+            reference["apiVersion"],
             "infrastructure.cluster.x-k8s.io/v1beta1"
         );
     }
@@ -359,25 +355,21 @@ mod tests {
             "Metal3Machine",
             &[],
         );
-        assert_eq!(
-            err.unwrap_err().split(':').next(),
-            Some("error finding resource infrastructure.cluster.x-k8s.io/v1beta2 / Metal3Machine")
+        let group_version =
+            "error finding resource infrastructure.cluster.x-k8s.io/v1beta2 / Metal3Machine";
+        assert_eq!(err.unwrap_err().split(':').next(), Some(group_version));
+        let err = list(
+            "controlplane.cluster.x-k8s.io/v1beta2",
+            "RKE2ControlPlane",
+            &[],
         );
-        assert_eq!(
-            list(
-                "controlplane.cluster.x-k8s.io/v1beta2",
-                "RKE2ControlPlane",
-                &[]
-            ),
-            Err(
-                "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane"
-                    .into()
-            )
-        );
+        let kind = "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane";
+        assert_eq!(err, Err(kind.into()));
         let gvk = ("cluster.x-k8s.io/v1beta2", "Cluster");
+        let missing = "Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'";
         assert_eq!(
             api().get(gvk, "edge-a", Some(NAMESPACE)),
-            Err("Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'".into())
+            Err(missing.into())
         );
         // a get is pruned to its masks too, its metadata kept as the API server sent it
         let masks = ["status.replicas".to_string()].into();
@@ -390,22 +382,24 @@ mod tests {
         );
         assert_eq!(ms["metadata"]["managedFields"][0]["manager"], "simulation");
         // an installed kind the simulation holds no objects of
-        let machines = list("cluster.x-k8s.io/v1beta2", "Machine", &[]).unwrap();
-        assert_eq!(machines["items"], json!([]));
+        assert_eq!(list("cluster.x-k8s.io/v1beta2", "Machine", &[]), Ok(vec![]));
     }
 
     #[test]
-    fn the_crd_list_names_the_installed_kinds_at_their_served_versions() {
+    fn the_crd_list_names_the_custom_kinds_at_their_served_versions() {
         let mut host = ApiHost {
             api: Arc::new(Mutex::new(api())),
         };
-        let request = KubeRequest::KubernetesListResourceAll(ListAllResourcesRequest {
-            api_version: kube::CRD_API_VERSION.into(),
-            kind: kube::CRD_KIND.into(),
-            label_selector: None,
-            field_selector: None,
-            field_masks: None,
-        });
+        let (api_version, kind) = (kube::CRD_API_VERSION.into(), kube::CRD_KIND.into());
+        let (label_selector, field_selector, field_masks) = (None, None, None);
+        let request = ListAllResourcesRequest {
+            api_version,
+            kind,
+            label_selector,
+            field_selector,
+            field_masks,
+        };
+        let request = KubeRequest::KubernetesListResourceAll(request);
         let crds: Value = serde_json::from_slice(&host.respond(&request).unwrap()).unwrap();
         let crds = crds["items"].as_array().unwrap();
         let names: Vec<&str> = crds
@@ -416,15 +410,18 @@ mod tests {
             names.contains(&"clusterclasses.cluster.x-k8s.io"),
             "{names:?}"
         );
+        // a held kind of a custom group is a CRD; a built-in `*.k8s.io` one is not
+        assert!(
+            names.contains(&"clusteradmissionpolicies.policies.kubewarden.io"),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.ends_with(".k8s.io")), "{names:?}");
         // RKE2 is not installed in this release: no CRD, so the policy makes no call for it
         assert!(!names.iter().any(|n| n.contains("rke2")), "{names:?}");
         let m3mt = crds
             .iter()
-            .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate")
-            .unwrap();
-        assert_eq!(
-            m3mt["spec"]["versions"],
-            json!([{"name": "v1beta1", "served": true, "storage": true}])
-        );
+            .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate");
+        let served = json!([{"name": "v1beta1", "served": true, "storage": true}]);
+        assert_eq!(m3mt.unwrap()["spec"]["versions"], served);
     }
 }
