@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End to end, with no cluster: template-cleanup against `testhost apiserver` (testhost/README.md),
 # whose DELETEs of templates go through its validating webhook, i.e. are judged by the compiled
-# policy.wasm the way kube-apiserver sends them to the policy server. The guard is
-# examples/cluster-admission-policy-guard.yaml with the status Kubewarden gives an active policy.
+# policy.wasm the way kube-apiserver sends them to the policy server. The guard is the clean-up's
+# own, examples/cleanup/component/guard-cleanup.yaml, with the status Kubewarden gives an active
+# policy.
 # Prints TAP lines. Run from the repository root through `make cleanup-e2e`.
 #
 # A case: `start EDIT [apiserver flags]` (the state below, edited by EDIT), `run ARGS` (the
@@ -19,34 +20,40 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/d
 trap 'stop; rm -rf "$T"' EXIT
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
-"$JQ" --from yaml -c . examples/cluster-admission-policy-guard.yaml >"$T/guard.json"
+"$JQ" --from yaml -c . examples/cleanup/component/guard-cleanup.yaml >"$T/guard.json"
 
 # state EDIT: writes state.json: the guard and its ValidatingWebhookConfiguration as
 # kubewarden-controller v1.36.0-beta.1 writes it (internal/controller/policy_subreconciler_webhook.go:
-# the controller's namespace, here `kubewarden`, left out by its namespaceSelector), edited by EDIT
-# (a jq filter on {guard, hook}; a deleted one is not in the state), then a Cluster, a
-# MachineDeployment using template in-use, and three labelled templates: in-use and free (created
-# in 2020), young (created now).
+# the controller's namespace, here `kubewarden`, left out by its namespaceSelector and holding the
+# policy server's service), and `capi`, a Cluster and a MachineDeployment using template in-use,
+# edited by EDIT (a jq filter on {guard, hook, capi}; a deleted one is not in the state), then three
+# labelled templates: in-use and free (created in 2020), young (created now).
 state() {
   "$JQ" -n --slurpfile guard "$T/guard.json" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
-    ($guard[0] | .status = {mode: "protect", policyStatus: "active"}) as $guard
+    ($guard[0] | .status = {mode: "protect", policyStatus: "active", conditions: [
+        {type: "PolicyActive", status: "True", reason: "PolicyActive", message: "The policy webhook has been created"},
+        {type: "PolicyUniquelyReachable", status: "True", reason: "LatestReplicaSetIsUniquelyReachable",
+         message: "The latest replica set is uniquely reachable"}]}) as $guard
     | ("clusterwide-" + $guard.metadata.name) as $name
     | {guard: $guard,
        hook: {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
               metadata: {name: $name},
               webhooks: [{name: ($name + ".kubewarden.admission"), rules: $guard.spec.rules,
+                          clientConfig: {service: {namespace: "kubewarden", name: "policy-server-default",
+                                                   path: ("/validate/" + $name), port: 8443}},
                           failurePolicy: "Fail", sideEffects: "None", admissionReviewVersions: ["v1"],
+                          matchConditions: $guard.spec.matchConditions,
                           namespaceSelector: {matchExpressions: [{key: "kubernetes.io/metadata.name",
-                                                                  operator: "NotIn", values: ["kubewarden"]}]}}]}}
+                                                                  operator: "NotIn", values: ["kubewarden"]}]}}]},
+       capi: [{apiVersion: "cluster.x-k8s.io/v1beta1", kind: "Cluster",
+               metadata: {name: "edge-a", namespace: "edge"}, spec: {}},
+              {apiVersion: "cluster.x-k8s.io/v1beta1", kind: "MachineDeployment",
+               metadata: {name: "edge-a-md", namespace: "edge"},
+               spec: {clusterName: "edge-a", template: {spec: {clusterName: "edge-a",
+                 infrastructureRef: {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+                                     kind: "Metal3MachineTemplate", name: "in-use"}}}}}]}
     | '"$1"'
-    | [.guard, .hook | select(. != null)]
-    + [{apiVersion: "cluster.x-k8s.io/v1beta1", kind: "Cluster",
-        metadata: {name: "edge-a", namespace: "edge"}, spec: {}},
-       {apiVersion: "cluster.x-k8s.io/v1beta1", kind: "MachineDeployment",
-        metadata: {name: "edge-a-md", namespace: "edge"},
-        spec: {clusterName: "edge-a", template: {spec: {clusterName: "edge-a",
-          infrastructureRef: {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-                              kind: "Metal3MachineTemplate", name: "in-use"}}}}}]
+    | [.guard, .hook | select(. != null)] + .capi
     + [["in-use", "2020-01-01T00:00:00Z"], ["free", "2020-01-01T00:00:00Z"], ["young", $now]
        | {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3MachineTemplate",
           metadata: {name: .[0], namespace: "edge", creationTimestamp: .[1],
@@ -54,13 +61,17 @@ state() {
           spec: {template: {spec: {}}}}]' >"$T/state.json"
 }
 
-# start EDIT [FLAGS...]: the API server on the state edited by EDIT, its webhook running the
-# policy; FLAGS go to `testhost apiserver`. Sets KUBECONFIG and API.
+# start EDIT [FLAGS...]: the API server on the state edited by EDIT, its webhook (the clean-up
+# guard's) running the policy, unless NO_POLICY=1 (then the webhook cannot be called); FLAGS go to
+# `testhost apiserver`. Sets KUBECONFIG and API.
 start() {
   state "$1"
   rm -f "$T/kc.yaml"
+  local policy=(--policy "$POLICY")
+  [ "${NO_POLICY:-}" = 1 ] && policy=()
   # its stderr: one line per request (method, URL, status, what was done), then the policy's log
-  "$TESTHOST" apiserver --state "$T/state.json" --policy "$POLICY" --kubeconfig "$T/kc.yaml" \
+  "$TESTHOST" apiserver --state "$T/state.json" "${policy[@]}" --kubeconfig "$T/kc.yaml" \
+    --webhook clusterwide-capi-template-guard-cleanup.kubewarden.admission \
     "${@:2}" 2>"$T/api.log" &
   pids+=($!)
   for _ in $(seq 300); do [ -s "$T/kc.yaml" ] && break; sleep 0.1; done
@@ -95,11 +106,12 @@ is() { [ "$1" = "$2" ] || { echo "# expected $2, got $1"; return 1; }; }
 start .
 run --dry-run
 check "a dry run exits 0" is "$CODE" 0
-check "a dry run would delete the free template" has "$OUT" "would delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free"
-check "a dry run quotes the guard's refusal of the template in use" has "$OUT" "kept         metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use (age "
-check "the refusal names the MachineDeployment" has "$(grep in-use <<<"$OUT")" "edge-a-md"
-check "a young template is left alone" has "$(grep edge/young <<<"$OUT")" "younger than --min-age"
-check "a dry run's closing line" has "$OUT" "deleted 1, kept 2, failed 0 (dry run)"
+check "a dry run would delete the free template" has "$OUT" "would delete     metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free"
+check "the probe: the guard refused a dry-run DELETE of the template in use" has "$OUT" "probe: the guard refused a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses: "
+check "a dry run quotes the guard's refusal of the template in use" has "$(grep ' edge/in-use (age ' <<<"$OUT")" "kept "
+check "the refusal names the MachineDeployment" has "$(grep ' edge/in-use (age ' <<<"$OUT")" "edge-a-md"
+check "a young template is left" has "$(grep edge/young <<<"$OUT")" "left             metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/young (age 0s): younger than --min-age"
+check "a dry run's closing line comes last" is "$(tail -n 1 <<<"$OUT")" "deleted 1, deletion started 0, kept 1, left 1, already gone 0, changed 0, failed 0, not tried 0 (dry run)"
 check "a dry run deletes nothing" is "$(template_status free)$(template_status in-use)" "200200"
 run -o json
 check "a pass exits 0" is "$CODE" 0
@@ -109,19 +121,66 @@ check "the free template is deleted" is "$(template_status free)" 404
 check "the template in use is kept" is "$(template_status in-use)" 200
 stop
 
-# Kubewarden's controller running in `edge`: its webhook never sees the templates there, so the
-# pass keeps them all, sends no DELETE, and says what to do.
-start '.hook.webhooks[0].namespaceSelector.matchExpressions[0].values = ["edge"]'
+# Namespaces the guard never judges: one its webhook's namespaceSelector leaves out, and the policy
+# server's own (it accepts every request there unchecked): the pass leaves their templates, says
+# why, and sends no DELETE, not even the probe's.
+for case in "left out by the selector|.hook.webhooks[0].namespaceSelector.matchExpressions[0].values = [\"edge\"]" \
+            "the policy server's namespace|.hook.webhooks[0].clientConfig.service.namespace = \"edge\""; do
+  IFS='|' read -r what edit <<<"$case"
+  start "$edit"
+  run
+  check "$what: exit 0" is "$CODE" 0
+  check "$what: the template is left" has "$(grep edge/free <<<"$OUT")" "left             metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free (age "
+  check "$what: the line says the guard never judges there" has "$(grep edge/free <<<"$OUT")" "the guard capi-template-guard-cleanup never judges a DELETE in namespace edge"
+  check "$what: no DELETE sent" is "$(deletes)" 0
+  check "$what: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
+  stop
+done
+
+# The probe catches a guard that answers but does not refuse: the policy server runs it in monitor
+# mode (whatever the policy's status says). Only the probe's dry-run DELETE is sent.
+start . --monitor
 run
-check "templates the webhook never sees: exit 0" is "$CODE" 0
-check "templates the webhook never sees are kept, with what to do" has "$(grep edge/free <<<"$OUT")" "Set spec.allowInsideAdmissionControllerNamespace: true on the ClusterAdmissionPolicy capi-template-guard"
-check "templates the webhook never sees: no DELETE sent" is "$(deletes)" 0
-check "templates the webhook never sees: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
+check "monitor mode at the policy server: exit 2" is "$CODE" 2
+check "monitor mode: the probe says what came back" has "$ERR" "did not come back as the guard's refusal: 2xx: the DELETE would have gone through"
+check "monitor mode: the message ends saying nothing was deleted" has "$ERR" "Nothing was deleted."
+check "monitor mode: only the probe's DELETE was sent" is "$(deletes)" 1
+check "monitor mode: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
+stop
+
+# A template recreated under the same name since it was listed (a new uid) is left for the next
+# pass: the preconditions fail before the guard is asked. So does the probe's, so no probe.
+start . --fault delete:Metal3MachineTemplate=recreate
+run
+check "recreated templates: exit 0" is "$CODE" 0
+check "recreated templates: no probe possible" has "$OUT" "probe: no probe possible ("
+check "a recreated template is reported changed" has "$(grep edge/free <<<"$OUT")" "changed          metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free (age "
+check "a recreated template is not deleted" is "$(template_status free)" 200
+stop
+
+# A webhook that cannot be called: the probe finds it before any DELETE (exit 2); without a
+# template for the probe, the first DELETE finds it and the pass stops there (exit 1), the rest
+# not tried.
+NO_POLICY=1 start .
+run
+check "an unreachable webhook, probed: exit 2" is "$CODE" 2
+check "an unreachable webhook, probed: the message quotes the API server" has "$ERR" "failed calling webhook"
+check "an unreachable webhook, probed: only the probe's DELETE was sent" is "$(deletes)" 1
+stop
+NO_POLICY=1 start '.capi = []'
+run
+check "an unreachable webhook, no probe: exit 1" is "$CODE" 1
+check "an unreachable webhook, no probe: the first DELETE fails" has "$(grep edge/free <<<"$OUT")" "failed           metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free (age "
+check "an unreachable webhook, no probe: the next is not tried" has "$(grep edge/in-use <<<"$OUT")" "not tried        metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use (age "
+check "an unreachable webhook, no probe: one DELETE sent" is "$(deletes)" 1
+check "an unreachable webhook, no probe: the closing line comes last" has "$(tail -n 1 <<<"$OUT")" "failed 1, not tried 1"
 stop
 
 # Pre-flight refusals: "what|EDIT|the check named"
 for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
-            "failurePolicy Ignore|.guard.spec.failurePolicy = \"Ignore\"|failurePolicy is Fail" \
+            "failurePolicy Ignore on the webhook|.hook.webhooks[0].failurePolicy = \"Ignore\"|failurePolicy is Fail" \
+            "a policy server rolling out|.guard.status.conditions[1].status = \"False\"|condition PolicyUniquelyReachable is True" \
+            "a break-glass matchCondition|.hook.webhooks[0].matchConditions += [{name: \"not-break-glass\", expression: \"true\"}]|no matchCondition exempts a template DELETE" \
             "a missing guard|del(.guard)|guard exists" \
             "a scheduled guard|.guard.status.policyStatus = \"scheduled\"|status.policyStatus is active" \
             "no webhook|del(.hook)|the guard's webhook is installed" \
