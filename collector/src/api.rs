@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIResourceList, ObjectMeta};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
 };
@@ -296,6 +297,60 @@ impl Cluster {
         Ok(answer
             .left()
             .is_some_and(|object| object.metadata.deletion_timestamp.is_some()))
+    }
+}
+
+/// Helm's release storage (`collector/src/helm.rs`): Secrets as metadata only, and one by name.
+impl Cluster {
+    /// The metadata of every Secret matching `selector` in `namespace` (`None`: every namespace),
+    /// handed to `each` page by page, following `continue`: the answers carry no Secret data
+    /// (`PartialObjectMetadataList`), and no page is held once read. Returns how many there were.
+    pub async fn list_secret_metadata(
+        &self,
+        namespace: Option<&str>,
+        selector: &str,
+        mut each: impl FnMut(ObjectMeta),
+    ) -> Result<usize, CallError> {
+        let api: Api<Secret> = match namespace {
+            None => Api::all(self.client.clone()),
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+        };
+        let mut count = 0;
+        let mut token: Option<String> = None;
+        loop {
+            let mut params = ListParams::default().limit(PAGE).labels(selector);
+            if let Some(token) = &token {
+                params = params.continue_token(token);
+            }
+            let page = self
+                .call("list secrets (metadata)", api.list_metadata(&params))
+                .await?;
+            count += page.items.len();
+            for item in page.items {
+                each(item.metadata);
+            }
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                return Ok(count);
+            }
+        }
+    }
+
+    /// One Secret by name; `Ok(None)` when the API server says 404.
+    pub async fn get_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Secret>, CallError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        match self
+            .call(&format!("get secret {namespace}/{name}"), api.get(name))
+            .await
+        {
+            Ok(secret) => Ok(Some(secret)),
+            Err(e) if e.code() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

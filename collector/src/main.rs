@@ -3,9 +3,11 @@
 
 mod api;
 mod cli;
+mod helm;
 mod pass;
 mod probe;
 mod report;
+mod sources;
 
 #[cfg(test)]
 mod tests;

@@ -2,19 +2,15 @@
 //! candidates, one DELETE each. Every read happens before the first DELETE: a pass that cannot
 //! read what it needs deletes nothing and exits 2.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kube::api::ApiResource;
 use serde_json::Value;
 use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome};
-use template_cleanup_core::declared::{
-    argo_application, flux_helm_storage_namespaces, flux_kustomization, helm_current,
-    helm_release_secret, Declared,
-};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups,
-    webhook_configuration_name, Served,
+    webhook_configuration_name,
 };
 use template_cleanup_core::select::{candidate, Skip, Template};
 use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
@@ -22,11 +18,7 @@ use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_L
 use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
 use crate::probe;
-use crate::report::{nothing_deleted, Line, Printer, Report, Source, CANNOT_RUN};
-
-const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
-const ARGO_GROUP: &str = "argoproj.io";
-const FLUX_HELM_GROUP: &str = "helm.toolkit.fluxcd.io";
+use crate::report::{nothing_deleted, Line, Printer, Report, CANNOT_RUN};
 
 /// What a pass needs from the command line.
 #[derive(Debug, Clone)]
@@ -186,14 +178,14 @@ async fn prepare(
     let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
     groups.push(probe::CAPI_GROUP.to_string());
-    groups.extend([FLUX_GROUP, ARGO_GROUP, FLUX_HELM_GROUP].map(String::from));
+    groups.extend(template_cleanup_core::sources::discovery_groups());
     let served = cluster
         .discover(&groups)
         .await
         .map_err(|e| format!("cannot discover the API groups of the guard's rules: {e}."))?;
     let kinds = collectable(&guard, &served);
     check_coverage(&guard, &kinds).map_err(|r| r.to_string())?;
-    let declared = read_sources(cluster, o, &served, report).await?;
+    let declared = crate::sources::read(cluster, o, &served, report).await?;
     let mut templates = BTreeMap::new();
     for kind in &kinds {
         for selector in [
@@ -256,169 +248,6 @@ async fn prepare(
         report.outcome(line, outcome);
     }
     Ok(candidates)
-}
-
-fn preferred<'a>(served: &'a [Served], group: &str, kind: &str) -> Option<&'a Kind> {
-    let mut matching: Vec<&Served> = served
-        .iter()
-        .filter(|s| s.kind.group == group && s.kind.kind == kind)
-        .collect();
-    matching.sort_by_key(|s| !s.preferred);
-    matching.first().map(|s| &s.kind)
-}
-
-/// Reads each deploy tool's desired state where it is installed.
-async fn read_sources(
-    cluster: &Cluster,
-    o: &Options,
-    served: &[Served],
-    report: &mut Report,
-) -> Result<Declared, String> {
-    let mut declared = Declared::default();
-    type Reader = fn(&Value) -> Result<Vec<template_cleanup_core::ObjectRef>, String>;
-    let tools: [(&str, &str, &str, Reader); 2] = [
-        (
-            "Flux Kustomizations",
-            FLUX_GROUP,
-            "Kustomization",
-            flux_kustomization,
-        ),
-        (
-            "Argo CD Applications",
-            ARGO_GROUP,
-            "Application",
-            argo_application,
-        ),
-    ];
-    for (name, group, kind_name, reader) in tools {
-        let Some(kind) = preferred(served, group, kind_name) else {
-            report.sources.push(Source {
-                name: name.into(),
-                read: "not installed".into(),
-            });
-            continue;
-        };
-        let items = cluster.list(kind, None, "").await.map_err(|e| {
-            format!(
-                "cannot read {name} (installed, {}): {e}.",
-                kind.api_version()
-            )
-        })?;
-        let before = declared.len();
-        for item in &items {
-            let object = format!(
-                "{}/{}",
-                item.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-                item.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-            );
-            for reference in reader(item)? {
-                declared.insert(reference, &format!("{kind_name} {object}"));
-            }
-        }
-        report.sources.push(Source {
-            name: name.into(),
-            read: format!(
-                "{} read, {} objects declared",
-                items.len(),
-                declared.len() - before
-            ),
-        });
-    }
-    if !o.helm_releases {
-        report.sources.push(Source {
-            name: "Helm releases".into(),
-            read: "not read (--helm-releases not given)".into(),
-        });
-        return Ok(declared);
-    }
-    let secrets = Kind {
-        group: String::new(),
-        version: "v1".into(),
-        kind: "Secret".into(),
-        plural: "secrets".into(),
-    };
-    let namespaces = helm_storage_namespaces(cluster, o, served).await?;
-    // one list per namespace, so that a refusal names the namespace whose Secrets are not readable
-    let scopes: Vec<Option<&String>> = match &namespaces {
-        None => vec![None],
-        Some(list) => list.iter().map(Some).collect(),
-    };
-    let mut items = Vec::new();
-    for ns in scopes {
-        let found = cluster
-            .list(&secrets, ns.map(std::slice::from_ref), "owner=helm")
-            .await
-            .map_err(|e| {
-                let place = ns.map_or("every namespace".into(), |ns| format!("namespace {ns}"));
-                format!("cannot read Helm's release Secrets in {place}: {e}.")
-            })?;
-        items.extend(found);
-    }
-    let revisions = items
-        .iter()
-        .map(helm_release_secret)
-        .collect::<Result<Vec<_>, String>>()?;
-    let revisions: Vec<_> = revisions.into_iter().flatten().collect();
-    let current = helm_current(&revisions);
-    let before = declared.len();
-    let releases: BTreeSet<(&str, &str)> = current
-        .iter()
-        .map(|r| (r.namespace.as_str(), r.name.as_str()))
-        .collect();
-    for r in &current {
-        for reference in &r.objects {
-            declared.insert(
-                reference.clone(),
-                &format!(
-                    "Helm release {}/{} (revision {}, {})",
-                    r.namespace, r.name, r.version, r.status
-                ),
-            );
-        }
-    }
-    report.sources.push(Source {
-        name: "Helm releases".into(),
-        read: format!(
-            "{} releases read, {} objects declared (Secrets read in {})",
-            releases.len(),
-            declared.len() - before,
-            namespaces.map_or("every namespace".to_string(), |list| list.join(", "))
-        ),
-    });
-    Ok(declared)
-}
-
-/// Where Helm's release Secrets are read: `None` for every namespace; else the namespaces
-/// collected in, those of `--helm-storage-namespace`, and the storage namespaces of every Flux
-/// HelmRelease (helm-controller keeps a release's Secrets in the HelmRelease's storage namespace,
-/// by default its own, not where the templates are rendered). HelmReleases that are installed
-/// but cannot be read stop the pass: a release they store elsewhere would read as undeclared.
-async fn helm_storage_namespaces(
-    cluster: &Cluster,
-    o: &Options,
-    served: &[Served],
-) -> Result<Option<Vec<String>>, String> {
-    let Some(collected) = &o.namespaces else {
-        return Ok(None);
-    };
-    let mut out: BTreeSet<String> = collected.iter().cloned().collect();
-    out.extend(o.helm_storage_namespaces.iter().cloned());
-    if let Some(kind) = preferred(served, FLUX_HELM_GROUP, "HelmRelease") {
-        let items = cluster.list(kind, None, "").await.map_err(|e| {
-            format!(
-                "cannot read Flux HelmReleases (installed, {}), whose storage namespaces hold their Helm release Secrets: {e}.",
-                kind.api_version()
-            )
-        })?;
-        for item in &items {
-            out.extend(flux_helm_storage_namespaces(item)?);
-        }
-    }
-    Ok(Some(out.into_iter().collect()))
 }
 
 /// A listed object as a [`Template`]; an object without a creation time counts as created now.

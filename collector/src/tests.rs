@@ -1,8 +1,11 @@
 //! A pass against a mocked API server (kube-rs's tower-test pattern): every answer a DELETE can
 //! get, a paged list, the pre-flight and the reads that stop a pass before any DELETE. The
-//! pre-flight on the live webhook, the probe, the retries and the stops are in tests/guard.rs.
+//! pre-flight on the live webhook, the probe, the retries and the stops are in tests/guard.rs; the
+//! deploy tools (Argo CD, Helm) in tests/deploy_tools.rs and tests/helm_passes.rs.
 
+mod deploy_tools;
 mod guard;
+mod helm_passes;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::SeqCst;
@@ -206,6 +209,10 @@ impl Fake {
             }
             ("GET", "/apis/helm.toolkit.fluxcd.io/v2/helmreleases") => {
                 self.flux_helm.clone().flatten()
+            }
+            // a release Secret by name, from its namespace's list (tests/helm_passes.rs)
+            ("GET", p) if p.starts_with("/api/v1/namespaces/") && p.contains("/secrets/") => {
+                helm_passes::secret_by_name(&self.helm, p)
             }
             ("GET", p)
                 if p.starts_with("/api/v1/namespaces/")
@@ -533,188 +540,4 @@ async fn refused_before_any_delete(fake: Fake, error: &str) {
     assert_eq!(text.matches("Nothing was deleted").count(), 1, "{text}");
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
-}
-
-/// A Helm release Secret as the API shows it, for a release stored before Helm compressed
-/// releases (`decodeRelease` still reads those): base64 (the API's) of Helm's base64 of the JSON.
-/// The release's namespace is `edge`; the Secret is stored in `storage`.
-fn helm_secret(manifest: &str, storage: &str) -> Value {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let release = json!({"name": "sites", "namespace": "edge", "version": 3, "info": {"status": "deployed"}, "manifest": manifest});
-    json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-        "metadata": {"name": "sh.helm.release.v1.sites.v3", "namespace": storage, "labels": {"owner": "helm", "status": "deployed"}},
-        "data": {"release": b64.encode(b64.encode(release.to_string()))}})
-}
-
-fn secret_list(items: Vec<Value>) -> Answer {
-    Some((
-        200,
-        json!({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": items}),
-    ))
-}
-
-/// A pass with --helm-releases over `fake` keeps `free`, which the release `edge/sites` declares,
-/// sends no DELETE, and says it read Helm's Secrets in `read_in`; returns the requests seen.
-async fn kept_by_the_release(fake: Fake, read_in: &str) -> Vec<Seen> {
-    let (report, seen) = pass_with(fake, false, true).await;
-    assert_eq!(
-        verdicts(&report),
-        [(
-            "free".into(),
-            "left".into(),
-            "still declared by Helm release edge/sites (revision 3, deployed)".into()
-        )]
-    );
-    assert_eq!(
-        report.sources[2].read,
-        format!("1 releases read, 1 objects declared (Secrets read in {read_in})")
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
-    seen
-}
-
-/// Collecting in every namespace, Helm's release Secrets are read with one cluster-wide list, and
-/// a refusal of it stops the pass.
-#[tokio::test]
-async fn helm_releases_are_read_cluster_wide_when_collecting_in_every_namespace() {
-    let fake = || {
-        let mut fake = only_free();
-        fake.namespaces = None;
-        fake.helm = BTreeMap::from([(
-            "edge",
-            secret_list(vec![helm_secret(FREE_MANIFEST, "edge")]),
-        )]);
-        fake
-    };
-    let seen = kept_by_the_release(fake(), "every namespace").await;
-    let secrets: Vec<&str> = seen
-        .iter()
-        .filter(|s| s.uri.contains("secrets"))
-        .map(|s| s.uri.as_str())
-        .collect();
-    assert!(
-        secrets.len() == 1 && secrets[0].starts_with("/api/v1/secrets?"),
-        "{secrets:?}"
-    );
-    let mut unreadable = fake();
-    unreadable
-        .helm
-        .insert("edge", status(403, "Forbidden", "secrets is forbidden"));
-    let (report, seen) = pass_with(unreadable, false, true).await;
-    assert_eq!(report.exit_code(), CANNOT_RUN);
-    assert_eq!(
-        report.error.unwrap_or_default(),
-        "cannot read Helm's release Secrets in every namespace: 403 Forbidden: secrets is forbidden. Nothing was deleted."
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
-}
-
-const FREE_MANIFEST: &str = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: free\n";
-
-#[tokio::test]
-async fn helm_releases_are_read_only_when_asked_and_keep_what_they_declare() {
-    let fake = || {
-        let mut fake = only_free();
-        fake.helm = BTreeMap::from([(
-            "edge",
-            secret_list(vec![helm_secret(FREE_MANIFEST, "edge")]),
-        )]);
-        fake
-    };
-    kept_by_the_release(fake(), "edge").await;
-    // without --helm-releases no Secret is read, and the template is deleted
-    let (report, seen) = pass_with(fake(), false, false).await;
-    assert_eq!(verdicts(&report)[0].1, "deleted");
-    assert!(!seen.iter().any(|s| s.uri.contains("secrets")), "{seen:?}");
-    // an unreadable release stops the pass
-    let mut broken = fake();
-    broken.helm = BTreeMap::from([(
-        "edge",
-        secret_list(vec![
-            json!({"type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.x.v1", "namespace": "edge"}, "data": {"release": "!!"}}),
-        ]),
-    )]);
-    let (report, seen) = pass_with(broken, false, true).await;
-    assert_eq!(report.exit_code(), CANNOT_RUN);
-    assert!(report.error.unwrap_or_default().starts_with(
-        "Helm release Secret edge/sh.helm.release.v1.x.v1: data.release is not base64"
-    ));
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
-}
-
-/// A Flux HelmRelease in `flux-system` whose release renders templates into `edge`.
-fn flux_helm_release(spec_storage: Option<&str>, status_storage: Option<&str>) -> Value {
-    let mut release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": "sites", "namespace": "flux-system"},
-        "spec": {"targetNamespace": "edge"}, "status": {}});
-    if let Some(ns) = spec_storage {
-        release["spec"]["storageNamespace"] = json!(ns);
-    }
-    if let Some(ns) = status_storage {
-        release["status"]["storageNamespace"] = json!(ns);
-    }
-    json!({"kind": "HelmReleaseList", "apiVersion": "helm.toolkit.fluxcd.io/v2", "metadata": {}, "items": [release]})
-}
-
-/// Flux helm-controller stores a release in the HelmRelease's storage namespace (by default its
-/// own, flux-system), not where its templates are: collecting in `edge`, the pass also reads the
-/// Secrets there, and a namespace it must read but cannot stops it.
-#[rstest]
-#[case::default_storage_is_the_helmreleases_namespace(None, None, vec![], "flux-system", "edge, flux-system")]
-#[case::spec_storage_namespace(Some("helm-store"), None, vec![], "helm-store", "edge, helm-store")]
-#[case::status_storage_namespace(Some("new-store"), Some("old-store"), vec![], "old-store", "edge, new-store, old-store")]
-#[case::flag_without_flux(None, None, vec!["helm-cli"], "helm-cli", "edge, helm-cli")]
-#[tokio::test]
-async fn helm_releases_stored_in_another_namespace_are_read(
-    #[case] spec_storage: Option<&str>,
-    #[case] status_storage: Option<&str>,
-    #[case] flag: Vec<&str>,
-    #[case] stored_in: &'static str,
-    #[case] read_in: &'static str,
-) {
-    let with_flux = flag.is_empty();
-    let fake = || {
-        let mut fake = only_free();
-        if with_flux {
-            fake.flux_helm = Some(Some((200, flux_helm_release(spec_storage, status_storage))));
-        }
-        fake.helm_storage = flag.iter().map(|s| s.to_string()).collect();
-        fake.helm = BTreeMap::from([("edge", secret_list(vec![]))]);
-        for ns in read_in.split(", ") {
-            fake.helm.entry(ns).or_insert_with(|| secret_list(vec![]));
-        }
-        fake.helm.insert(
-            stored_in,
-            secret_list(vec![helm_secret(FREE_MANIFEST, stored_in)]),
-        );
-        fake
-    };
-    kept_by_the_release(fake(), read_in).await;
-    // the storage namespace unreadable: exit 2, nothing deleted
-    let mut unreadable = fake();
-    unreadable
-        .helm
-        .insert(stored_in, status(403, "Forbidden", "secrets is forbidden"));
-    let (report, seen) = pass_with(unreadable, false, true).await;
-    assert_eq!(report.exit_code(), CANNOT_RUN);
-    assert_eq!(
-        report.error.unwrap_or_default(),
-        format!("cannot read Helm's release Secrets in namespace {stored_in}: 403 Forbidden: secrets is forbidden. Nothing was deleted.")
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
-}
-
-#[tokio::test]
-async fn flux_helmreleases_that_cannot_be_read_stop_a_helm_pass() {
-    let mut fake = only_free();
-    fake.flux_helm = Some(status(403, "Forbidden", "helmreleases is forbidden"));
-    fake.helm = BTreeMap::from([("edge", secret_list(vec![]))]);
-    let (report, seen) = pass_with(fake, false, true).await;
-    assert_eq!(report.exit_code(), CANNOT_RUN);
-    assert_eq!(
-        report.error.unwrap_or_default(),
-        "cannot read Flux HelmReleases (installed, helm.toolkit.fluxcd.io/v2), whose storage namespaces hold their Helm release Secrets: 403 Forbidden: helmreleases is forbidden. Nothing was deleted."
-    );
-    assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }

@@ -4,8 +4,10 @@
 //! - [`guard`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
 //!   the kinds its rules make the clean-up collect;
 //! - [`probe`]: the live probe, a dry-run DELETE the guard must refuse;
-//! - [`declared`]: what the deploy tools still declare (Helm release Secrets, Flux
-//!   Kustomizations, Argo CD Applications);
+//! - [`sources`]: the desired-state sources, one row each (group, kind, reader, RBAC);
+//! - [`declared`]: what the deploy tools still declare (Flux Kustomizations, Argo CD
+//!   Applications);
+//! - [`helm`]: Helm's release storage, read through its labels, bounded;
 //! - [`select`]: which templates are candidates for a DELETE;
 //! - [`answer`]: what the API server's answer to that DELETE means.
 //!
@@ -14,8 +16,10 @@
 pub mod answer;
 pub mod declared;
 pub mod guard;
+pub mod helm;
 pub mod probe;
 pub mod select;
+pub mod sources;
 
 use serde::Serialize;
 

@@ -1,0 +1,333 @@
+//! Helm's release storage, read the way Helm reads it, bounded at a cluster's scale: the
+//! binary lists the release Secrets as metadata only, [`current_revisions`] picks from Helm's own
+//! labels the revisions that still declare objects, and only those Secrets are fetched and
+//! decoded, one at a time, by [`release_from_secret`], whose decompression is capped.
+//!
+//! Sources, at helm v4.2.4 (the same code in v3.21.4 unless said otherwise):
+//! - `pkg/storage/driver/secrets.go`, `newSecretsObject`: every release Secret is named
+//!   `sh.helm.release.v1.<release>.v<revision>` (`pkg/storage/storage.go`, `makeKey`) and labelled
+//!   `owner=helm`, `name`, `status` and `version`; these four are set after the release's custom
+//!   labels, so a chart's labels cannot change them. `Update` writes them again, so `status`
+//!   follows the release.
+//! - `pkg/storage/storage.go`, `Deployed`: the current release is the deployed revision with the
+//!   highest number ("If executed concurrently, Helm's database gets corrupted and multiple
+//!   releases are DEPLOYED. Take the latest."); `Last` is the highest revision whatever its status.
+//! - `pkg/action/upgrade.go`, `prepareUpgrade`: an upgrade diffs against `Deployed`, or, when no
+//!   revision is deployed and the last one is `failed` or `superseded`, against the last one; a
+//!   `pending-*` last revision is an upgrade in flight (`errPending`). `failRelease` records a
+//!   failed upgrade as `failed` and leaves what it created in place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{group_of, ObjectRef};
+
+/// The most a release may take once decompressed. A Secret holds at most 1 MiB (the API
+/// server's limit), and Helm's gzip of release JSON rarely shrinks it more than tenfold; a larger
+/// answer is a corrupt or hostile Secret (a gzip bomb), read as an unreadable release instead of
+/// filling the Job's memory.
+pub const MAX_RELEASE_BYTES: u64 = 32 << 20;
+
+/// The prefix of every release Secret's name (helm `pkg/storage/storage.go`, `HelmStorageType`
+/// and `makeKey`).
+pub const SECRET_PREFIX: &str = "sh.helm.release.v1.";
+
+/// The type of a release Secret (helm `pkg/storage/driver/secrets.go`, `newSecretsObject`).
+pub const SECRET_TYPE: &str = "helm.sh/release.v1";
+
+/// The label selector of Helm's Secrets (`Secrets.List`, `Secrets.Query`).
+pub const SELECTOR: &str = "owner=helm";
+
+/// One revision as its storage Secret's labels describe it, from a metadata-only list.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredRevision {
+    /// Where the Secret is: the release's namespace for the Helm CLI, a Flux HelmRelease's
+    /// storage namespace for helm-controller.
+    pub namespace: String,
+    pub secret: String,
+    pub release: String,
+    pub version: u64,
+    pub status: String,
+}
+
+/// A release whose current revision could not be read: every template it might declare counts
+/// as declared.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unreadable {
+    /// The namespace its Secrets are stored in.
+    pub namespace: String,
+    pub release: String,
+    pub reason: String,
+}
+
+/// A Secret of a metadata-only `owner=helm` list, as a revision. `Ok(None)` for a Secret that is
+/// not release storage (another name, though labelled `owner=helm`); an error when it is release
+/// storage whose labels Helm did not write as it does.
+pub fn stored_revision(
+    namespace: &str,
+    secret: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<Option<StoredRevision>, Unreadable> {
+    let Some(rest) = secret.strip_prefix(SECRET_PREFIX) else {
+        return Ok(None);
+    };
+    // the release named by the Secret, in case its labels are wrong
+    let named = rest.rsplit_once(".v").map_or(rest, |(name, _)| name);
+    let unreadable = |reason: String| Unreadable {
+        namespace: namespace.to_string(),
+        release: labels.get("name").cloned().unwrap_or(named.to_string()),
+        reason,
+    };
+    let label = |key: &str| {
+        labels
+            .get(key)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| unreadable(format!("its Secret {secret} has no {key} label")))
+    };
+    let (release, version, status) = (label("name")?, label("version")?, label("status")?);
+    let version = version.parse::<u64>().map_err(|_| {
+        unreadable(format!(
+            "its Secret {secret} has version label {version:?}, not a revision number"
+        ))
+    })?;
+    Ok(Some(StoredRevision {
+        namespace: namespace.to_string(),
+        secret: secret.to_string(),
+        release: release.clone(),
+        version,
+        status: status.clone(),
+    }))
+}
+
+/// The revisions to read, at most two per release (by storage namespace and name): the newest
+/// `deployed` one, which Helm's next upgrade diffs against (`Storage.Deployed`), and the newest
+/// revision when it is newer than that and not `uninstalled` or `uninstalling`: a `pending-*`
+/// one is being applied, a `failed` one left what it created in place, and with no deployed
+/// revision a `failed` or `superseded` last one is what the next upgrade diffs against
+/// (`prepareUpgrade`). Older `superseded` revisions declare nothing: Helm never reads them again
+/// but to roll back, which writes a new revision.
+pub fn current_revisions(stored: &[StoredRevision]) -> Vec<&StoredRevision> {
+    let mut releases: BTreeMap<(&str, &str), (Option<&StoredRevision>, &StoredRevision)> =
+        BTreeMap::new();
+    for r in stored {
+        let deployed = (r.status == "deployed").then_some(r);
+        let slot = releases
+            .entry((&r.namespace, &r.release))
+            .or_insert((deployed, r));
+        if let Some(d) = deployed {
+            if slot.0.is_none_or(|old| d.version > old.version) {
+                slot.0 = Some(d);
+            }
+        }
+        if r.version > slot.1.version {
+            slot.1 = r;
+        }
+    }
+    let mut out = Vec::new();
+    for (deployed, newest) in releases.into_values() {
+        out.extend(deployed);
+        let newer = deployed.is_none_or(|d| newest.version > d.version);
+        if newer && !matches!(newest.status.as_str(), "uninstalled" | "uninstalling") {
+            out.push(newest);
+        }
+    }
+    out
+}
+
+/// One revision of a Helm release, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelmRevision {
+    /// The release's namespace (where it renders objects without one).
+    pub namespace: String,
+    pub name: String,
+    pub version: i64,
+    pub status: String,
+    pub objects: Vec<ObjectRef>,
+}
+
+/// The part of Helm's release JSON the clean-up reads (helm `pkg/release/v1/release.go` and
+/// `info.go`@v4.2.4; `pkg/release/release.go`@v3.21.4): serde skips the rest (chart, values) as it
+/// parses, so only the manifest is kept.
+#[derive(Deserialize)]
+struct Release {
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    version: i64,
+    #[serde(default)]
+    info: Option<Info>,
+    #[serde(default)]
+    manifest: String,
+}
+
+#[derive(Deserialize)]
+struct Info {
+    #[serde(default)]
+    status: String,
+}
+
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+
+/// A release Secret's `data.release` once the API's base64 is undone (kube-rs does it for a typed
+/// Secret): Helm's own base64 of the gzipped release JSON (helm `pkg/storage/driver/util.go`,
+/// `encodeRelease`/`decodeRelease`: releases stored before compression are not gzipped, and Helm
+/// checks the gzip magic bytes, as this does). `namespace` and `secret` name the Secret in
+/// messages; a release without a namespace is in the Secret's. Decompression stops after `limit`
+/// bytes, which makes the release unreadable.
+pub fn release_from_secret(
+    namespace: &str,
+    secret: &str,
+    helm_text: &[u8],
+    limit: u64,
+) -> Result<HelmRevision, String> {
+    let what = format!("Helm release Secret {namespace}/{secret}");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut bytes = b64
+        .decode(helm_text)
+        .map_err(|e| format!("{what}: the release is not Helm's base64 ({e})."))?;
+    if bytes.starts_with(&GZIP_MAGIC) {
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(bytes.as_slice())
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut json)
+            .map_err(|e| format!("{what}: the release does not gunzip ({e})."))?;
+        if json.len() as u64 > limit {
+            return Err(format!(
+                "{what}: the release is larger than {} MiB once decompressed, more than any release Helm writes.",
+                limit >> 20
+            ));
+        }
+        bytes = json;
+    } else if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{what}: the release is larger than {} MiB.",
+            limit >> 20
+        ));
+    }
+    let release: Release = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{what}: the release is not Helm's release JSON ({e})."))?;
+    drop(bytes);
+    let namespace = if release.namespace.is_empty() {
+        namespace.to_string()
+    } else {
+        release.namespace
+    };
+    let objects =
+        manifest_objects(&release.manifest, &namespace).map_err(|e| format!("{what}: {e}"))?;
+    Ok(HelmRevision {
+        namespace,
+        name: release.name,
+        version: release.version,
+        status: release.info.map(|i| i.status).unwrap_or_default(),
+        objects,
+    })
+}
+
+/// A release Secret as the API server shows it in JSON (`data.release` base64 once more), for
+/// tools that hold Secrets as JSON. `Ok(None)` for a Secret of another type.
+pub fn helm_release_secret(secret: &Value, limit: u64) -> Result<Option<HelmRevision>, String> {
+    if secret.get("type").and_then(Value::as_str) != Some(SECRET_TYPE) {
+        return Ok(None);
+    }
+    let field = |p: &str| secret.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
+    let what = format!("Helm release Secret {namespace}/{name}");
+    let data = secret
+        .pointer("/data/release")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{what} has no data.release."))?;
+    let helm_text = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| format!("{what}: data.release is not base64 ({e})."))?;
+    release_from_secret(namespace, name, &helm_text, limit).map(Some)
+}
+
+/// The objects of a rendered manifest (multi-document YAML); an object without a namespace is in
+/// the release's namespace, where Helm creates it.
+fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<ObjectRef>, String> {
+    let mut out = Vec::new();
+    for (i, document) in yaml_serde::Deserializer::from_str(manifest).enumerate() {
+        let value = Value::deserialize(document)
+            .map_err(|e| format!("manifest document #{} is not YAML ({e}).", i + 1))?;
+        let field = |p: &str| value.pointer(p).and_then(Value::as_str).unwrap_or("");
+        if value.is_null() || field("/kind").is_empty() || field("/metadata/name").is_empty() {
+            continue;
+        }
+        let ns = match field("/metadata/namespace") {
+            "" => namespace,
+            ns => ns,
+        };
+        out.push(ObjectRef {
+            group: group_of(field("/apiVersion")).to_string(),
+            kind: field("/kind").to_string(),
+            namespace: ns.to_string(),
+            name: field("/metadata/name").to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// What the clean-up reads of a Flux HelmRelease: where helm-controller stores its release and
+/// where the release renders (helm-controller v1.5.0 `api/v2/helmrelease_types.go:1480-1496`,
+/// `GetReleaseNamespace`, `GetStorageNamespace`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FluxHelmRelease {
+    /// `status.storageNamespace` (where the current release is) and `spec.storageNamespace`
+    /// (default: the HelmRelease's namespace): after the spec changes, the release stays where
+    /// the status says until the next install.
+    pub storage: Vec<String>,
+    /// `spec.targetNamespace`, default: the HelmRelease's namespace.
+    pub target: String,
+}
+
+/// A Flux HelmRelease as the API server returns it.
+pub fn flux_helm_release(object: &Value) -> Result<FluxHelmRelease, String> {
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let ns = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let what = format!("Flux HelmRelease {ns}/{name}");
+    let text = |pointer: &str| match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "{what}: {pointer} holds {other}, which is not a string."
+        )),
+    };
+    let own =
+        text("/metadata/namespace")?.ok_or_else(|| format!("{what} has no metadata.namespace."))?;
+    let mut storage: Vec<String> = text("/status/storageNamespace")?.into_iter().collect();
+    storage.push(text("/spec/storageNamespace")?.unwrap_or(own.clone()));
+    storage.dedup();
+    Ok(FluxHelmRelease {
+        storage,
+        target: text("/spec/targetNamespace")?.unwrap_or(own),
+    })
+}
+
+/// The namespaces whose templates an unreadable release may declare: the one it is stored in
+/// (the Helm CLI stores a release in its own namespace), and the target namespace of every Flux
+/// HelmRelease stored there. Release names are not matched (helm-controller shortens long ones),
+/// so one unreadable release in a shared storage namespace holds the templates of every
+/// HelmRelease stored there, for as long as it cannot be read.
+pub fn unreadable_namespaces(
+    unreadable: &Unreadable,
+    flux: &[FluxHelmRelease],
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::from([unreadable.namespace.clone()]);
+    for release in flux {
+        if release.storage.contains(&unreadable.namespace) {
+            out.insert(release.target.clone());
+        }
+    }
+    out
+}

@@ -1,0 +1,127 @@
+//! Reads the desired-state sources of the core's table (`template_cleanup_core::sources`) where
+//! the API server serves them: what each deploy tool still declares. An installed source that
+//! cannot be read stops the pass; a Helm release that cannot be read keeps its namespaces'
+//! templates instead (`crate::helm`).
+
+use serde_json::Value;
+use template_cleanup_core::declared::Declared;
+use template_cleanup_core::guard::Served;
+use template_cleanup_core::helm::{flux_helm_release, FluxHelmRelease};
+use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, SOURCES};
+use template_cleanup_core::Kind;
+
+use crate::api::Cluster;
+use crate::pass::Options;
+use crate::report::{Report, Source as Line};
+
+/// The served version of a source's kind, the preferred one first.
+fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a Kind> {
+    let mut matching: Vec<&Served> = served
+        .iter()
+        .filter(|s| s.kind.group == source.group && s.kind.kind == source.kind)
+        .collect();
+    matching.sort_by_key(|s| !s.preferred);
+    matching.first().map(|s| &s.kind)
+}
+
+/// Lists every object of a source's kind, in every namespace.
+async fn list(cluster: &Cluster, source: &Source, kind: &Kind) -> Result<Vec<Value>, String> {
+    cluster.list(kind, None, "").await.map_err(|e| {
+        format!(
+            "cannot read {} (installed, {}): {e}.",
+            source.name,
+            kind.api_version()
+        )
+    })
+}
+
+fn name_of(item: &Value) -> String {
+    let field = |p: &str| item.pointer(p).and_then(Value::as_str).unwrap_or("");
+    format!(
+        "{}/{}",
+        field("/metadata/namespace"),
+        field("/metadata/name")
+    )
+}
+
+/// Reads every source of the table that this pass reads, in the table's order, and says in
+/// `report` what was read of each.
+pub async fn read(
+    cluster: &Cluster,
+    o: &Options,
+    served: &[Served],
+    report: &mut Report,
+) -> Result<Declared, String> {
+    let mut declared = Declared::default();
+    let mut flux_helm: Vec<FluxHelmRelease> = Vec::new();
+    for source in SOURCES {
+        if source.when == When::HelmReleases && !o.helm_releases {
+            if let Reader::HelmStorage = source.reader {
+                report.sources.push(Line {
+                    name: source.name.into(),
+                    read: helm_off(served),
+                });
+            }
+            continue;
+        }
+        let line = match (source.reader, served_kind(served, source)) {
+            (Reader::HelmStorage, _) => {
+                let namespaces = crate::helm::storage_namespaces(
+                    o.namespaces.as_deref(),
+                    &o.helm_storage_namespaces,
+                    &flux_helm,
+                );
+                crate::helm::read(cluster, namespaces.as_deref(), &flux_helm, &mut declared).await?
+            }
+            (_, None) => "not installed".into(),
+            (Reader::Status(reader), Some(kind)) => {
+                let items = list(cluster, source, kind).await?;
+                let before = declared.len();
+                for item in &items {
+                    let declaration = reader(item)?;
+                    let by = match &declaration.note {
+                        None => format!("{} {}", source.kind, name_of(item)),
+                        Some(note) => format!("{} {} {note}", source.kind, name_of(item)),
+                    };
+                    for object in declaration.objects {
+                        declared.insert(object, &by);
+                    }
+                }
+                format!(
+                    "{} read, {} objects declared",
+                    items.len(),
+                    declared.len() - before
+                )
+            }
+            (Reader::FluxHelmReleases, Some(kind)) => {
+                let items = list(cluster, source, kind).await?;
+                for item in &items {
+                    flux_helm.push(flux_helm_release(item)?);
+                }
+                format!(
+                    "{} read, for where their Helm releases are stored and render",
+                    items.len()
+                )
+            }
+        };
+        report.sources.push(Line {
+            name: source.name.into(),
+            read: line,
+        });
+    }
+    Ok(declared)
+}
+
+/// The Helm line without `--helm-releases`: a warning, on standard error too, whenever Flux
+/// helm-controller is installed, since its releases then read as declaring nothing.
+fn helm_off(served: &[Served]) -> String {
+    if served_kind(served, &FLUX_HELM_RELEASES).is_none() {
+        return "not read (--helm-releases not given)".into();
+    }
+    let warning = "not read (--helm-releases not given), but Flux HelmReleases are installed: a \
+                   template a Helm release still declares, and nothing references yet, reads as \
+                   undeclared and is deleted if the guard lets it go. Add the component \
+                   examples/cleanup/helm (--helm-releases and its RBAC).";
+    eprintln!("template-cleanup: warning: Helm releases {warning}");
+    warning.into()
+}
