@@ -46,8 +46,9 @@ pub struct Args {
 
     /// Also read Helm's release Secrets (Helm CLI and Flux helm-controller, Secrets driver only)
     /// in the namespaces collected in, and, unless collecting in every namespace, in those of
-    /// --helm-storage-namespace and in each Flux HelmRelease's storage namespace; needs list on
-    /// Secrets there, and on Flux HelmReleases
+    /// --helm-storage-namespace and in each Flux HelmRelease's storage namespace: listed as
+    /// metadata, only each release's current revisions fetched. Needs get and list on Secrets
+    /// there, and list on Flux HelmReleases (the component examples/cleanup/helm)
     #[arg(long)]
     pub helm_releases: bool,
 
