@@ -113,7 +113,7 @@ impl PolicyModule {
     }
 
     /// Loads the module with `state` and checks that it accepts `settings`: how `bench` and
-    /// `simulate` (with the defaults, `{}`) and `webhook` evaluate it.
+    /// `simulate` and `apiserver` (with the defaults, `{}`) evaluate it.
     pub fn load_with_settings(&self, state: HostState, settings: &Value) -> Result<Policy> {
         let policy = self.load(state)?;
         let validation = policy.validate_settings(settings);

@@ -22,6 +22,9 @@ use crate::host::{lock, HostState};
 
 mod delete;
 
+/// The webhook kubewarden-controller writes for the ClusterAdmissionPolicy capi-template-guard.
+const WEBHOOK: &str = "clusterwide-capi-template-guard.kubewarden.admission";
+
 #[derive(Debug, Args)]
 pub struct ApiServerArgs {
     /// The objects to serve: a JSON array of objects, each served at its apiVersion (the
@@ -37,20 +40,14 @@ pub struct ApiServerArgs {
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
 
-    /// The policy the validating webhook runs on every DELETE of a kind ending in `Template`;
-    /// without it, the webhook's policy server cannot be reached
+    /// The policy (default settings) that the validating webhook, as Kubewarden's policy server,
+    /// runs on every DELETE of a kind ending in `Template`; without it, the webhook cannot be
+    /// reached
     #[arg(long, value_name = "POLICY.wasm")]
     policy: Option<String>,
 
-    /// JSON string containing the settings for the policy
-    #[arg(long, value_name = "VALUE", default_value = "{}")]
-    settings_json: String,
-
     /// The webhook's name in the API server's refusals
-    #[arg(
-        long,
-        default_value = "clusterwide-capi-template-guard.kubewarden.admission"
-    )]
+    #[arg(long, value_name = "NAME", default_value = WEBHOOK)]
     webhook: String,
 
     /// The webhook's failurePolicy: what a DELETE gets when the webhook cannot be reached
@@ -347,8 +344,6 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
     let api = Arc::new(Mutex::new(api));
     let policy = match &args.policy {
         Some(path) => {
-            let settings: Value = serde_json::from_str(&args.settings_json)
-                .map_err(|e| anyhow!("Cannot parse settings JSON: {e}"))?;
             let module = PolicyModule::open(path)?;
             let state = HostState {
                 allow_list: module.allow_list(true),
@@ -356,7 +351,7 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
                 responder: Some(Box::new(ApiHost { api: api.clone() })),
                 ..Default::default()
             };
-            Some((module.load_with_settings(state, &settings)?, settings))
+            Some((module.load_with_settings(state, &json!({}))?, json!({})))
         }
         None => None,
     };
@@ -402,13 +397,7 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ApiServerArgs,
-    }
+    use clap::{Command, FromArgMatches};
 
     /// A front without a policy (its webhook unreachable) on two templates, one with a finalizer,
     /// and a cluster-scoped policy.
@@ -421,7 +410,10 @@ pub(super) mod tests {
         }
         let policy = json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "metadata": {"name": "guard"}});
         api.hold(policy).unwrap();
-        let args = Cli::parse_from([&["testhost", "--state", "-"], flags].concat()).args;
+        let flags = [&["apiserver", "--state", "-"], flags].concat();
+        let matches =
+            ApiServerArgs::augment_args(Command::new("apiserver")).get_matches_from(flags);
+        let args = ApiServerArgs::from_arg_matches(&matches).unwrap();
         Front::new(Arc::new(Mutex::new(api)), None, args).unwrap()
     }
 
