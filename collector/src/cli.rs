@@ -41,7 +41,11 @@ pub struct Args {
     pub min_age: Duration,
 
     /// The guard's ClusterAdmissionPolicy
-    #[arg(long, value_name = "NAME", default_value = "capi-template-guard-cleanup")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "capi-template-guard-cleanup"
+    )]
     pub guard: String,
 
     /// Also read Helm's release Secrets (Helm CLI and Flux helm-controller, Secrets driver only)
