@@ -176,6 +176,30 @@ check "an unreachable webhook, no probe: one DELETE sent" is "$(deletes)" 1
 check "an unreachable webhook, no probe: the closing line comes last" has "$(tail -n 1 <<<"$OUT")" "failed 1, not tried 1"
 stop
 
+# Argo CD: an Application whose target state did not load has a ComparisonError condition and
+# lists every live resource with requiresPruning (argo-cd v3.5.1 controller/state.go,
+# CompareAppState): what it lists stays declared, so its template is left. Once the target state
+# loads, the same entry is retired and the template deleted.
+for case in "ComparisonError|[{type: \"ComparisonError\", message: \"Failed to load target state: authentication required\"}]|left" \
+            "target state loaded|[]|deleted"; do
+  IFS='|' read -r what conditions verdict <<<"$case"
+  start ".capi += [{apiVersion: \"argoproj.io/v1alpha1\", kind: \"Application\",
+    metadata: {name: \"sites\", namespace: \"argocd\"},
+    status: {conditions: $conditions, resources: [{group: \"infrastructure.cluster.x-k8s.io\",
+      version: \"v1beta1\", kind: \"Metal3MachineTemplate\", namespace: \"edge\", name: \"free\",
+      status: \"OutOfSync\", requiresPruning: true}]}}]"
+  run
+  check "Argo CD, $what: exit 0" is "$CODE" 0
+  check "Argo CD, $what: the template it listed is $verdict" has "$(grep edge/free <<<"$OUT")" "$verdict "
+  if [ "$verdict" = left ]; then
+    check "Argo CD, $what: the line says why" has "$(grep edge/free <<<"$OUT")" "still declared by Application argocd/sites (its target state did not load, ComparisonError"
+    check "Argo CD, $what: the template is still there" is "$(template_status free)" 200
+  else
+    check "Argo CD, $what: the template is gone" is "$(template_status free)" 404
+  fi
+  stop
+done
+
 # Pre-flight refusals: "what|EDIT|the check named"
 for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
             "failurePolicy Ignore on the webhook|.hook.webhooks[0].failurePolicy = \"Ignore\"|failurePolicy is Fail" \
