@@ -238,3 +238,42 @@ async fn flux_helmreleases_that_cannot_be_read_stop_a_helm_pass() {
     );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }
+
+/// The CronJob of examples/cleanup with the Helm component's argument parses, and reads Helm's
+/// releases: the component adds a flag this command line defines.
+#[test]
+fn the_helm_components_argument_turns_helm_reading_on() {
+    use clap::Parser;
+    let read = |path: &str| {
+        let path = format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        yaml_serde::Deserializer::from_str(&text)
+            .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    let cronjob = read("examples/cleanup/component/cleanup.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "CronJob")
+        .unwrap();
+    let mut args: Vec<String> = serde_json::from_value(
+        cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"].clone(),
+    )
+    .unwrap();
+    let component = &read("examples/cleanup/helm/kustomization.yaml")[0];
+    let patch = component["patches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["target"]["kind"] == "CronJob")
+        .unwrap();
+    let ops: Vec<Value> = yaml_serde::from_str(patch["patch"].as_str().unwrap()).unwrap();
+    args.extend(
+        ops.iter()
+            .map(|op| op["value"].as_str().unwrap().to_string()),
+    );
+    let parsed = crate::cli::Args::try_parse_from(
+        std::iter::once("template-cleanup".to_string()).chain(args),
+    )
+    .unwrap_or_else(|e| panic!("the CronJob with examples/cleanup/helm: {e}"));
+    assert!(parsed.helm_releases && parsed.all_namespaces);
+}
