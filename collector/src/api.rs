@@ -19,17 +19,39 @@ use template_cleanup_core::guard::Served;
 use template_cleanup_core::select::Template;
 use template_cleanup_core::Kind;
 use tower::retry::{Policy, RetryLayer};
+use tower::timeout::TimeoutLayer;
 use tower::BoxError;
 
 /// Items per list page; longer lists follow `continue`.
 const PAGE: u32 = 500;
 
-/// kube-rs's [`RetryPolicy`] (exponential backoff with jitter from 500 ms to 5 s, three retries,
-/// on 429, 503 and 504: kube-client 5.0.0 `src/client/retry.rs`) for reads only. A DELETE is
-/// never sent twice: its answer decides, and a DELETE sent again after a 504 could report the
-/// first one's deletion as "already gone".
+/// Retries reads: kube-rs's [`RetryPolicy`] (exponential backoff with jitter from 500 ms to 5 s,
+/// three retries, on 429, 503 and 504: kube-client 5.0.0 `src/client/retry.rs`), and, as that
+/// policy leaves them out, up to three more on a 500 or 502 and on an attempt that got no answer
+/// within `--request-timeout` ([`per_attempt`]), after 0.5, 1 and 2 s. A DELETE is never sent
+/// twice: its answer decides, and a DELETE sent again after a 504 could report the first one's
+/// deletion as "already gone".
 #[derive(Clone)]
-pub struct Reads(RetryPolicy);
+pub struct Reads {
+    kube: RetryPolicy,
+    /// Retries spent on 500, 502 and timeouts.
+    more: u32,
+}
+
+/// The most retries of a read on 500, 502 or a timeout.
+const MORE: u32 = 3;
+
+/// Whether an error is an attempt that ran out of time ([`per_attempt`]).
+fn elapsed(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<tower::timeout::error::Elapsed>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
 
 impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
     type Future =
@@ -40,25 +62,43 @@ impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
         request: &mut http::Request<Body>,
         result: &mut Result<http::Response<Res>, BoxError>,
     ) -> Option<Self::Future> {
-        if request.method() == http::Method::GET {
-            self.0.retry(request, result)
-        } else {
-            None
+        if request.method() != http::Method::GET {
+            return None;
         }
+        let transient = match result {
+            Ok(response) => matches!(response.status().as_u16(), 500 | 502),
+            Err(error) => elapsed(error.as_ref()),
+        };
+        if !transient {
+            return self.kube.retry(request, result);
+        }
+        if self.more == MORE {
+            return None;
+        }
+        self.more += 1;
+        Some(tokio::time::sleep(Duration::from_millis(250 << self.more)))
     }
 
     fn clone_request(&mut self, request: &http::Request<Body>) -> Option<http::Request<Body>> {
         if request.method() == http::Method::GET {
-            <RetryPolicy as Policy<http::Request<Body>, http::Response<Res>, BoxError>>::clone_request(&mut self.0, request)
+            <RetryPolicy as Policy<http::Request<Body>, http::Response<Res>, BoxError>>::clone_request(&mut self.kube, request)
         } else {
             None
         }
     }
 }
 
-/// The layer that retries reads, for the client's service stack.
+/// The layer that retries reads, for the client's service stack, above [`per_attempt`].
 pub fn retrying_reads() -> RetryLayer<Reads> {
-    RetryLayer::new(Reads(RetryPolicy::default()))
+    RetryLayer::new(Reads {
+        kube: RetryPolicy::default(),
+        more: 0,
+    })
+}
+
+/// The layer that bounds each attempt of a request by `--request-timeout`.
+pub fn per_attempt(timeout: Duration) -> TimeoutLayer {
+    TimeoutLayer::new(timeout)
 }
 
 /// A call that got no usable answer.
@@ -123,12 +163,14 @@ impl Cluster {
         what: &str,
         future: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, CallError> {
-        match tokio::time::timeout(self.timeout, future).await {
-            Ok(result) => result.map_err(from_kube),
-            Err(_) => Err(CallError::Other(format!(
+        // each attempt is bounded by the client's per_attempt layer
+        match future.await {
+            Ok(value) => Ok(value),
+            Err(kube::Error::Service(e)) if elapsed(e.as_ref()) => Err(CallError::Other(format!(
                 "{what}: no answer within {}s (--request-timeout)",
                 self.timeout.as_secs()
             ))),
+            Err(e) => Err(from_kube(e)),
         }
     }
 

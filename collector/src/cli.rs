@@ -61,7 +61,8 @@ pub struct Args {
     #[arg(long, value_name = "NS", requires = "helm_releases")]
     pub helm_storage_namespace: Vec<String>,
 
-    /// Give up on an API request after this long (reads retried included), as in 30s; not 0
+    /// Give up on one attempt of an API request after this long, as in 30s; not 0 (a read is
+    /// tried up to four times, a DELETE once)
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
     pub request_timeout: Duration,
 

@@ -8,7 +8,6 @@ mod guard;
 mod helm_passes;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use kube::Client;
 use rstest::rstest;
 use serde_json::{json, Value};
 
-use crate::api::{retrying_reads, Cluster};
+use crate::api::{per_attempt, retrying_reads, Cluster};
 use crate::pass::{run, Options};
 use crate::report::{Report, CANNOT_RUN, FAILED, OK};
 
@@ -126,8 +125,9 @@ struct Fake {
     deployments: Option<Vec<Value>>,
     /// Templates a GET finds besides `templates` (unlabelled ones a MachineDeployment uses).
     unlisted: Vec<Value>,
-    /// How many GETs of the guard's policy answer 503 before it answers.
-    unavailable: std::sync::atomic::AtomicUsize,
+    /// What the first GETs of the guard's policy get, in order, before `policy` (`None`: no
+    /// answer).
+    flaky: Mutex<Vec<Answer>>,
 }
 
 impl Fake {
@@ -138,19 +138,14 @@ impl Fake {
             p => p,
         };
         match (method, path) {
-            ("GET", GUARD_PATH)
-                if self
-                    .unavailable
-                    .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                    .is_ok() =>
-            {
-                status(
-                    503,
-                    "ServiceUnavailable",
-                    "the server is currently unable to handle the request",
-                )
+            ("GET", GUARD_PATH) => {
+                let mut flaky = self.flaky.lock().unwrap();
+                if flaky.is_empty() {
+                    self.policy.clone()
+                } else {
+                    flaky.remove(0)
+                }
             }
-            ("GET", GUARD_PATH) => self.policy.clone(),
             ("GET", WEBHOOK_PATH) => self.webhook.clone(),
             ("GET", "/apis") => {
                 let mut groups = vec![
@@ -314,6 +309,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
             }
         }
     });
+    let service = tower::Layer::layer(&per_attempt(Duration::from_secs(30)), service);
     let service = tower::Layer::layer(&retrying_reads(), service);
     let cluster = Cluster::new(Client::new(service, "edge"), Duration::from_secs(30));
     let options = Options {
@@ -356,7 +352,7 @@ fn every_answer() -> Fake {
         namespaces: Some(vec!["edge".into()]),
         deployments: Some(vec![deployment("in-use")]),
         unlisted: vec![template("in-use", old)],
-        unavailable: Default::default(),
+        flaky: Mutex::new(Vec::new()),
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("finalized", Some((200, {

@@ -245,29 +245,67 @@ async fn a_webhook_that_cannot_be_called_stops_the_pass(#[case] answer: Answer) 
     );
 }
 
-/// Reads are retried with kube-rs's backoff on 503 (and 429, 504); a DELETE never is.
+/// The GETs of the guard's policy a pass sent.
+fn policy_gets(seen: &[Seen]) -> usize {
+    seen.iter()
+        .filter(|s| s.uri.starts_with(GUARD_PATH))
+        .count()
+}
+
+fn unavailable() -> Answer {
+    status(
+        503,
+        "ServiceUnavailable",
+        "the server is currently unable to handle the request",
+    )
+}
+
+/// Reads are retried with backoff: on 503 (and 429, 504) by kube-rs's policy, on 500, 502 and an
+/// attempt with no answer within --request-timeout by ours; a DELETE never is.
+#[rstest]
+#[case::two_503s(vec![unavailable(), unavailable()])]
+#[case::a_500_and_a_502(vec![status(500, "InternalError", "etcd"), status(502, "", "bad gateway")])]
+#[case::two_timeouts(vec![None, None])]
+#[case::a_timeout_then_a_503(vec![None, unavailable()])]
 #[tokio::test(start_paused = true)]
-async fn reads_are_retried_and_deletes_are_not() {
+async fn reads_are_retried_and_deletes_are_not(#[case] first: Vec<Answer>) {
     let mut fake = only_free();
-    fake.unavailable = 2.into();
+    let failures = first.len();
+    fake.flaky = Mutex::new(first);
     fake.deletes
         .insert("free", status(503, "ServiceUnavailable", "try later"));
     let (report, seen) = pass(fake, false).await;
-    let policy_gets = seen
-        .iter()
-        .filter(|s| s.uri.starts_with(GUARD_PATH))
-        .count();
-    assert_eq!(policy_gets, 3, "two 503s, then the answer");
+    assert_eq!(
+        policy_gets(&seen),
+        failures + 1,
+        "the failures, then the answer"
+    );
     assert_eq!(verdicts(&report)[0].1, "failed");
     assert_eq!(
         deletes(&seen).iter().filter(|(_, dry)| !dry).count(),
         1,
         "a DELETE is sent once"
     );
-    // four 503s: kube-rs gives up after three retries, and the pass deletes nothing
+}
+
+/// A read that keeps failing is given up after the retries, and the pass deletes nothing.
+#[rstest]
+#[case::four_503s(vec![unavailable(); 4], 4, "cannot read the ClusterAdmissionPolicy capi-template-guard-cleanup: 503 ServiceUnavailable: the server is currently unable to handle the request.")]
+#[case::four_timeouts(vec![None, None, None, None], 4, "cannot read the ClusterAdmissionPolicy capi-template-guard-cleanup: get clusteradmissionpolicies capi-template-guard-cleanup: no answer within 30s (--request-timeout).")]
+#[tokio::test(start_paused = true)]
+async fn a_read_that_keeps_failing_stops_the_pass(
+    #[case] first: Vec<Answer>,
+    #[case] gets: usize,
+    #[case] error: &str,
+) {
     let mut fake = only_free();
-    fake.unavailable = 4.into();
+    fake.flaky = Mutex::new(first);
     let (report, seen) = pass(fake, false).await;
+    assert_eq!(policy_gets(&seen), gets);
     assert_eq!(report.exit_code(), CANNOT_RUN);
+    assert_eq!(
+        report.error.as_deref(),
+        Some(format!("{error} Nothing was deleted.").as_str())
+    );
     assert!(deletes(&seen).is_empty());
 }
