@@ -386,6 +386,19 @@ patch_is() {
   message_has "add apiVersion controlplane.cluster.x-k8s.io/v1alpha4, kind TalosControlPlane to its contextAwareResources"
 }
 
+@test "kinds known to name no template (teutonet, nested) and one declared in kindsNamingNoTemplate are never listed" {
+  evaluate guard-scan-kinds-naming-no-template "$(cat test_data/settings/guard-scan-kinds-naming-no-template.json)"
+  allowed
+}
+
+@test "an unknown control plane the policy server may not list is refused at once (can_i), naming the RBAC rule and the setting" {
+  evaluate guard-scan-not-permitted '{}'
+  rejected_with 500
+  message_has "system:serviceaccount:kubewarden:policy-server may not list foocontrolplanes.controlplane.cluster.x-k8s.io in namespace edge-sites"
+  message_has 'resources ["foocontrolplanes"] and verbs ["get", "list", "watch"] to the ClusterRole capi-template-guard-reader'
+  message_has '"FooControlPlane.controlplane.cluster.x-k8s.io" to the policy'"'"'s kindsNamingNoTemplate setting'
+}
+
 @test "a CRD whose versions are all served: false is not installed and costs no list" {
   evaluate guard-served-false '{}'
   rejected_with 409

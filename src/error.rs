@@ -182,6 +182,10 @@ pub enum Failure {
     /// The host answered, but not with what was asked for (no `items`, items of another kind,
     /// fields of the wrong type).
     Unreadable,
+    /// The policy server's service account may not list a kind the scan would list (the host's
+    /// `can_i` said so): listing it would hold a policy-server worker until the evaluation
+    /// timeout.
+    NotPermitted,
     /// Any other host error: RBAC, time-outs, the API server.
     Other,
 }

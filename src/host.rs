@@ -6,7 +6,8 @@
 //! decode the answer into the one object view and turn a host error into a [`Failure`].
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    ResourceAttributes, SubjectAccessReview,
 };
 
 use std::collections::BTreeSet;
@@ -24,6 +25,9 @@ pub trait Host {
     fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String>;
 
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String>;
+
+    /// A SubjectAccessReview through the host (`can_i`); the answer is its status.
+    fn can_i(&self, request: &CanIRequest) -> Result<Vec<u8>, String>;
 }
 
 /// The Kubewarden host, reached through waPC.
@@ -55,6 +59,10 @@ impl Host for WapcHost {
 
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
         call("get_resource", request)
+    }
+
+    fn can_i(&self, request: &CanIRequest) -> Result<Vec<u8>, String> {
+        call("can_i", request)
     }
 }
 
@@ -176,6 +184,89 @@ pub fn list(
         namespace: request.namespace,
     };
     items(lookup, resource.kind, answer)
+}
+
+/// The part of a SubjectAccessReview's status the policy reads (k8s-openapi
+/// `SubjectAccessReviewStatus`, camelCase on the wire).
+#[derive(serde::Deserialize)]
+struct AccessReview {
+    allowed: bool,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// The `can_i` question before a scan's list: may `user`, a service account, list `plural` of
+/// `api_version`'s group in `namespace`? The groups are those Kubernetes gives every service
+/// account, so that a binding to them counts too. The policy server caches the answer for 5 s
+/// (policy-evaluator `callback_handler/kubernetes.rs` `can_i_cached`@v1.36.0-beta.1).
+pub fn can_i_list(user: &str, api_version: &str, plural: &str, namespace: &str) -> CanIRequest {
+    let account_namespace = user.split(':').nth(2).unwrap_or_default();
+    CanIRequest {
+        subject_access_review: SubjectAccessReview {
+            groups: Some(vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{account_namespace}"),
+                "system:authenticated".to_string(),
+            ]),
+            resource_attributes: ResourceAttributes {
+                group: Some(crate::capi::group_of(api_version).to_string()),
+                name: None,
+                namespace: Some(namespace.to_string()),
+                resource: plural.to_string(),
+                subresource: None,
+                verb: "list".to_string(),
+                version: None,
+            },
+            user: user.to_string(),
+        },
+        disable_cache: false,
+    }
+}
+
+/// Asks the host whether the policy server may list a kind before the scan lists it: a list the
+/// API server refuses never returns to the policy (the host's reflector retries it), so it
+/// would hold a policy-server worker until the evaluation timeout. A refusal, or a question
+/// the host cannot answer, fails the scan at once (closed), naming the RBAC rule to add.
+pub fn may_list(
+    host: &dyn Host,
+    user: &str,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: &str,
+) -> Result<(), LookupError> {
+    let request = can_i_list(user, api_version, plural, namespace);
+    let lookup = Lookup::Scan(Box::new(Scanned {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        plural: plural.to_string(),
+        namespace: namespace.to_string(),
+    }));
+    let bytes = host
+        .can_i(&request)
+        .map_err(|text| failed(lookup.clone(), &text))?;
+    let review: AccessReview = serde_json::from_slice(&bytes).map_err(|e| {
+        unreadable(
+            lookup.clone(),
+            format!("the SubjectAccessReview answer cannot be read: {e}"),
+        )
+    })?;
+    if review.allowed {
+        return Ok(());
+    }
+    let reason = review
+        .reason
+        .filter(|r| !r.is_empty())
+        .map(|r| format!(" ({})", first_line(&r)))
+        .unwrap_or_default();
+    Err(LookupError {
+        lookup,
+        failure: Failure::NotPermitted,
+        detail: format!(
+            "{user} may not list {plural}.{} in namespace {namespace}, says a SubjectAccessReview{reason}",
+            crate::capi::group_of(api_version)
+        ),
+    })
 }
 
 /// Lists a kind the catalogue does not know whole (`api_version`, `kind` and `plural` from its

@@ -323,6 +323,21 @@ impl Lookups for HostLookups<'_> {
             if let Some(kind) = known {
                 masks.extend(catalogue::masks_of(&kind.resource));
             }
+            // RBAC grants by group and plural, at every version: the shipped rules
+            // (examples/rbac.yaml) cover every catalogue plural. Any other kind is asked about
+            // first, since a list the API server refuses would never answer.
+            let shipped =
+                catalogue::resources_read().any(|r| r.group == crd.group && r.plural == crd.plural);
+            if !shipped {
+                host::may_list(
+                    self.host,
+                    &self.settings.policy_server_service_account,
+                    &api_version,
+                    &crd.kind,
+                    &crd.plural,
+                    self.namespace,
+                )?;
+            }
             let objects = host::list_scanned(
                 self.host,
                 api_version,
@@ -601,9 +616,15 @@ mod tests {
         let expected: Vec<String> = scanned_at.map(|_| kind.to_string()).into_iter().collect();
         assert_eq!(scanned_kinds(&host, TemplateClass::Machine), expected);
         if let Some(api_version) = scanned_at {
-            let call = format!("list {api_version} {kind} ns");
-            assert_eq!(host.calls()[1], call);
-            assert_eq!(host.sent_masks(1), catalogue::SCAN_MASKS);
+            // The list is the last call: after the can_i question for a plural the shipped RBAC
+            // does not grant (none for a catalogue plural).
+            let calls = host.calls();
+            let last = calls.len() - 1;
+            assert_eq!(calls[last], format!("list {api_version} {kind} ns"));
+            assert_eq!(host.sent_masks(last), catalogue::SCAN_MASKS);
+            let asked = calls.iter().any(|c| c.starts_with("can-i list "));
+            let shipped = catalogue::resources_read().any(|r| r.plural == plural);
+            assert_eq!(asked, !shipped, "{calls:?}");
         }
     }
 

@@ -244,7 +244,11 @@ pub fn lookup_hint(error: &LookupError) -> String {
         Failure::AccessDenied => format!(
             "Add apiVersion {api_version}, kind {kind} to the policy's contextAwareResources."
         ),
-        Failure::CapabilityDenied => "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace and kubernetes/get_resource are the ones it uses).".to_string(),
+        Failure::CapabilityDenied => "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace, kubernetes/get_resource and kubernetes/can_i are the ones it uses).".to_string(),
+        Failure::NotPermitted => format!(
+            "A list the API server refuses would hold a policy-server worker until the evaluation timeout, so the policy asked first: add a rule with apiGroups [\"{group}\"], resources [\"{plural}\"] and verbs [\"get\", \"list\", \"watch\"] to the ClusterRole capi-template-guard-reader (examples/rbac.yaml), and apiVersion {api_version}, kind {kind} to the policy's contextAwareResources; if the policy runs on another policy server, set policyServerServiceAccount to that server's service account.{}",
+            or_declare(&kind, group)
+        ),
         Failure::NoClusterCrd => "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io.".to_string(),
         Failure::WrongVersion { setting } => format!("Set {} to auto.", setting.name()),
         Failure::NoReadableVersion => format!(
@@ -516,7 +520,7 @@ mod tests {
     #[case::no_readable_version(Failure::NoReadableVersion, "cluster.x-k8s.io/v1beta2", "MachineSet", "The provider that serves MachineSet (cluster.x-k8s.io) serves none of the versions this policy reads (v1beta2 or v1beta1): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
     #[case::talos_no_readable_version(Failure::NoReadableVersion, "controlplane.cluster.x-k8s.io/v1alpha3", "TalosControlPlane", "The provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) serves none of the versions this policy reads (v1alpha3): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
     // policy-evaluator src/runtimes/callback.rs `host_capability_denied` (Kubewarden 1.36).
-    #[case::capability_denied(Failure::CapabilityDenied, "cluster.x-k8s.io/v1beta2", "MachineSet", "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace and kubernetes/get_resource are the ones it uses).")]
+    #[case::capability_denied(Failure::CapabilityDenied, "cluster.x-k8s.io/v1beta2", "MachineSet", "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace, kubernetes/get_resource and kubernetes/can_i are the ones it uses).")]
     #[case::no_cluster_crd(Failure::NoClusterCrd, "cluster.x-k8s.io/v1beta2", "Cluster", "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io.")]
     #[case::unreadable(Failure::Unreadable, "cluster.x-k8s.io/v1beta2", "MachineSet", "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.")]
     #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]

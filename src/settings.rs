@@ -12,6 +12,11 @@ use crate::error::{Error, KeyProblem, NoTemplateProblem};
 pub const DEFAULT_NODE_REUSE_ANNOTATION: &str = "capi-template-guard.kubewarden.io/node-reuse";
 pub const DEFAULT_SOURCE_TEMPLATE_ANNOTATION: &str =
     "capi-template-guard.kubewarden.io/source-template";
+/// The account of the `default` PolicyServer as the Kubewarden charts install it
+/// (kubewarden-controller@v1.36.0-beta.1 `charts/kubewarden-defaults/values.yaml`
+/// `serviceAccountName: policy-server`, in the release namespace, usually `kubewarden`).
+pub const DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT: &str =
+    "system:serviceaccount:kubewarden:policy-server";
 
 /// The version a group is read at: the newest its CRDs serve (`auto`), or fixed by the operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,6 +49,10 @@ pub struct Settings {
     /// Kinds the operator declares to name no template, as (group, kind): never scanned, so that
     /// a provider the catalogue does not know yet needs no grant and no policy release.
     pub kinds_naming_no_template: Vec<(String, String)>,
+    /// The policy server's service account as Kubernetes names it
+    /// (`system:serviceaccount:<namespace>:<name>`): before listing a kind its RBAC example does
+    /// not grant, the policy asks the host whether this account may list it.
+    pub policy_server_service_account: String,
 }
 
 impl Default for Settings {
@@ -58,6 +67,7 @@ impl Default for Settings {
             node_reuse_annotation: DEFAULT_NODE_REUSE_ANNOTATION.to_string(),
             source_template_annotation: DEFAULT_SOURCE_TEMPLATE_ANNOTATION.to_string(),
             kinds_naming_no_template: Vec::new(),
+            policy_server_service_account: DEFAULT_POLICY_SERVER_SERVICE_ACCOUNT.to_string(),
         }
     }
 }
@@ -87,6 +97,7 @@ pub const MUTATE_METAL3_MACHINES: &str = "mutateMetal3Machines";
 pub const NODE_REUSE_ANNOTATION: &str = "nodeReuseAnnotation";
 pub const SOURCE_TEMPLATE_ANNOTATION: &str = "sourceTemplateAnnotation";
 pub const KINDS_NAMING_NO_TEMPLATE: &str = "kindsNamingNoTemplate";
+pub const POLICY_SERVER_SERVICE_ACCOUNT: &str = "policyServerServiceAccount";
 
 /// One known setting: its name and how its value is read into [`Settings`].
 pub struct Known {
@@ -96,7 +107,7 @@ pub struct Known {
 
 /// Every setting the policy knows, in the order messages list them: the one table settings are
 /// parsed from.
-pub const KNOWN: [Known; 9] = [
+pub const KNOWN: [Known; 10] = [
     Known {
         name: VersionSetting::Capi.name(),
         read: |s, name, value| {
@@ -157,6 +168,13 @@ pub const KNOWN: [Known; 9] = [
         name: KINDS_NAMING_NO_TEMPLATE,
         read: |s, name, value| {
             s.kinds_naming_no_template = group_kinds(name, value)?;
+            Ok(())
+        },
+    },
+    Known {
+        name: POLICY_SERVER_SERVICE_ACCOUNT,
+        read: |s, name, value| {
+            s.policy_server_service_account = service_account(name, value)?;
             Ok(())
         },
     },
@@ -235,6 +253,26 @@ fn group_kinds(setting: &'static str, value: &Value) -> Result<Vec<(String, Stri
         }
     }
     Ok(kinds)
+}
+
+/// A service account's user name: `system:serviceaccount:`, a namespace (a DNS label) and a
+/// name (a DNS subdomain), as `kubectl auth can-i --as` takes it.
+fn service_account(setting: &'static str, value: &Value) -> Result<String, Error> {
+    let account = value
+        .as_str()
+        .and_then(|text| text.strip_prefix("system:serviceaccount:"))
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(namespace, name)| {
+            is_dns_subdomain(namespace) && !namespace.contains('.') && is_dns_subdomain(name)
+        });
+    match account {
+        Some(_) => Ok(value.as_str().unwrap_or_default().to_string()),
+        None => Err(wrong(
+            setting,
+            "a service account's user name, system:serviceaccount:NAMESPACE:NAME",
+            value,
+        )),
+    }
 }
 
 /// A Kubernetes kind as CRDs declare it: a letter first, then letters and digits, at most 63.
@@ -391,7 +429,8 @@ mod tests {
                 "nodeReuseAnnotation": "example.com/reuse",
                 "sourceTemplateAnnotation": "example.com/from",
                 "kindsNamingNoTemplate": ["FooControlPlane.controlplane.cluster.x-k8s.io",
-                    "FooControlPlane.controlplane.cluster.x-k8s.io"]
+                    "FooControlPlane.controlplane.cluster.x-k8s.io"],
+                "policyServerServiceAccount": "system:serviceaccount:guard:ps"
             })
             .to_string()
             .as_bytes(),
@@ -412,6 +451,7 @@ mod tests {
                     "controlplane.cluster.x-k8s.io".into(),
                     "FooControlPlane".into()
                 )],
+                policy_server_service_account: "system:serviceaccount:guard:ps".into(),
             }
         );
     }
@@ -425,7 +465,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::unknown_field(json!({"capiVersion": "v1beta2", "alpha": 1}), "Unknown setting(s): alpha, capiVersion. The known settings are: capiApiVersion, controlPlaneApiVersion, metal3ApiVersion, countScaledDownMachineSets, failOpenOnLookupError, mutateMetal3Machines, nodeReuseAnnotation, sourceTemplateAnnotation, kindsNamingNoTemplate.")]
+    #[case::unknown_field(json!({"capiVersion": "v1beta2", "alpha": 1}), "Unknown setting(s): alpha, capiVersion. The known settings are: capiApiVersion, controlPlaneApiVersion, metal3ApiVersion, countScaledDownMachineSets, failOpenOnLookupError, mutateMetal3Machines, nodeReuseAnnotation, sourceTemplateAnnotation, kindsNamingNoTemplate, policyServerServiceAccount.")]
     #[case::bad_version(json!({"metal3ApiVersion": "v1alpha5"}), "The setting metal3ApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v1alpha5\".")]
     #[case::bad_bool(json!({"failOpenOnLookupError": "yes"}), "The setting failOpenOnLookupError must be true or false, not \"yes\".")]
     #[case::bad_string(json!({"nodeReuseAnnotation": 3}), "The setting nodeReuseAnnotation must be a string, not 3.")]
@@ -443,6 +483,8 @@ mod tests {
     #[case::no_template_other_group(json!({"kindsNamingNoTemplate": ["FooMachine.infrastructure.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"FooMachine.infrastructure.cluster.x-k8s.io\", but the policy scans only kinds of controlplane.cluster.x-k8s.io and etcdcluster.cluster.x-k8s.io, so the entry would change nothing: remove it.")]
     #[case::no_template_read_kind(json!({"kindsNamingNoTemplate": ["KubeadmControlPlane.controlplane.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"KubeadmControlPlane.controlplane.cluster.x-k8s.io\", a kind this policy reads or guards itself: remove it.")]
     #[case::no_template_a_template(json!({"kindsNamingNoTemplate": ["FooControlPlaneTemplate.controlplane.cluster.x-k8s.io"]}), "The setting kindsNamingNoTemplate lists \"FooControlPlaneTemplate.controlplane.cluster.x-k8s.io\", a kind this policy reads or guards itself: remove it.")]
+    #[case::account_without_prefix(json!({"policyServerServiceAccount": "kubewarden:policy-server"}), "The setting policyServerServiceAccount must be a service account's user name, system:serviceaccount:NAMESPACE:NAME, not \"kubewarden:policy-server\".")]
+    #[case::account_bad_namespace(json!({"policyServerServiceAccount": "system:serviceaccount:Kube_warden:ps"}), "The setting policyServerServiceAccount must be a service account's user name, system:serviceaccount:NAMESPACE:NAME, not \"system:serviceaccount:Kube_warden:ps\".")]
     #[case::same_keys(json!({"nodeReuseAnnotation": "a/b", "sourceTemplateAnnotation": "a/b"}), "The settings nodeReuseAnnotation and sourceTemplateAnnotation must name two different annotation keys.")]
     fn invalid_settings_are_explained(#[case] value: Value, #[case] message: &str) {
         assert_eq!(

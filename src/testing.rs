@@ -10,7 +10,7 @@ use crate::host::Host;
 use crate::lookups::{ClusterState, Lookups, Scanned};
 use crate::references::Candidate;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -287,6 +287,19 @@ impl FakeHost {
         )
     }
 
+    /// Answers `can_i` for `plural` of `group` (the SubjectAccessReview status, or an error).
+    pub fn answer_can_i(self, group: &str, plural: &str, answer: Result<&str, &str>) -> Self {
+        self.with(
+            (
+                "can-i",
+                format!("{group}/{plural}"),
+                String::new(),
+                String::new(),
+            ),
+            answer.map(str::to_string).map_err(str::to_string),
+        )
+    }
+
     /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<String> {
         self.calls.borrow().iter().map(|(c, _)| c.clone()).collect()
@@ -344,6 +357,25 @@ impl FakeHost {
 }
 
 impl Host for FakeHost {
+    /// Allowed unless an answer is set for the group and plural (`answer_can_i`).
+    fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
+        let a = &r.subject_access_review.resource_attributes;
+        let target = format!("{}/{}", a.group.as_deref().unwrap_or_default(), a.resource);
+        let call = format!(
+            "can-i {} {target} {} as {}",
+            a.verb,
+            a.namespace.as_deref().unwrap_or("-"),
+            r.subject_access_review.user
+        );
+        let key = ("can-i", target, String::new(), String::new());
+        self.calls.borrow_mut().push((call, None));
+        match self.answers.get(&key) {
+            Some(Ok(json)) => Ok(json.clone().into_bytes()),
+            Some(Err(error)) => Err(error.clone()),
+            None => Ok(br#"{"allowed":true}"#.to_vec()),
+        }
+    }
+
     fn list_resources_by_namespace(
         &self,
         r: &ListResourcesByNamespaceRequest,

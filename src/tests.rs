@@ -387,6 +387,63 @@ fn an_unknown_kind_can_be_declared_to_name_no_template() {
     );
 }
 
+/// Before listing a kind the shipped RBAC does not grant, the policy asks `can_i`: refused, it
+/// fails closed at once, naming the rule to add, and lists nothing (a refused list would never
+/// answer on the real host). A kind the shipped RBAC grants at any version (Talos at a future
+/// version) is not asked about.
+#[test]
+fn an_ungranted_scan_is_refused_before_its_list() {
+    let foo = "controlplane.cluster.x-k8s.io/v1alpha1";
+    let group = crate::catalogue::CONTROL_PLANE_GROUP;
+    let host = empty_v1_namespace(
+        FakeHost::v1beta1_only()
+            .install_crd(
+                group,
+                "FooControlPlane",
+                "foocontrolplanes",
+                &[("v1alpha1", true)],
+            )
+            .install("TalosControlPlane", &["v1alpha4"]),
+    )
+    .answer_can_i(
+        group,
+        "foocontrolplanes",
+        Ok(r#"{"allowed":false,"reason":"no RBAC policy matched"}"#),
+    )
+    .answer_list(
+        foo,
+        "FooControlPlane",
+        &list_of(foo, "FooControlPlane", &[]),
+    );
+    let settings = json!({"policyServerServiceAccount": "system:serviceaccount:guard:ps"});
+    let message = refusal(run("guard-lookup-failure", settings, &host), 500);
+    assert!(
+        message.contains("failed: system:serviceaccount:guard:ps may not list foocontrolplanes.controlplane.cluster.x-k8s.io in namespace edge-sites, says a SubjectAccessReview (no RBAC policy matched). A list the API server refuses would hold a policy-server worker until the evaluation timeout, so the policy asked first: add a rule with apiGroups [\"controlplane.cluster.x-k8s.io\"], resources [\"foocontrolplanes\"] and verbs [\"get\", \"list\", \"watch\"] to the ClusterRole capi-template-guard-reader"),
+        "{message}"
+    );
+    let calls = host.calls();
+    assert!(
+        calls.contains(&"can-i list controlplane.cluster.x-k8s.io/foocontrolplanes edge-sites as system:serviceaccount:guard:ps".to_string())
+            && !calls.iter().any(|c| c.starts_with("list ") && c.contains("FooControlPlane"))
+            && !calls.iter().any(|c| c.contains("taloscontrolplanes")),
+        "{calls:?}"
+    );
+    // A host that cannot answer the question fails closed too (Kubewarden 1.36 without the
+    // kubernetes/can_i capability), with the capability's hint.
+    let host = empty_v1_namespace(FakeHost::v1beta1_only().install_crd(
+        group,
+        "FooControlPlane",
+        "foocontrolplanes",
+        &[("v1alpha1", true)],
+    ))
+    .answer_can_i(group, "foocontrolplanes", Err("Policy has not been granted access to the 'kubernetes/can_i' host capability. The violation has been reported."));
+    let message = refusal(run("guard-lookup-failure", json!({}), &host), 500);
+    assert!(
+        message.contains("kubernetes/can_i are the ones it uses"),
+        "{message}"
+    );
+}
+
 #[test]
 fn without_access_to_the_crds_the_message_names_both_grants() {
     let host = FakeHost::new().answer_crds(Err("Policy has not been granted access to Kubernetes apiextensions.k8s.io/v1/CustomResourceDefinition resources. The violation has been reported."));

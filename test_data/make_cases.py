@@ -121,9 +121,10 @@ USUAL = ["MachineDeployment", "MachineSet", "KubeadmControlPlane", "ClusterClass
          "Cluster", "Metal3Machine", "Metal3MachineTemplate"]
 
 
-def crd_call(release, also=None, unserved=(), without=(), error=None):
+def crd_call(release, also=None, unserved=(), without=(), error=None, others=()):
     """The CRD list: the usual kinds at `release`, plus `also` ({kind: release}); the CRDs of
-    `unserved` list their versions with `served: false`; `without` are not installed."""
+    `unserved` list their versions with `served: false`; `without` are not installed; `others`
+    are CRDs of kinds the catalogue does not read, as (group, kind, version)."""
     kinds = {k: release for k in USUAL if k not in without} | (also or {})
     crd = CATALOGUE["CustomResourceDefinition"]
     request = (f"!KubernetesListResourceAll\napi_version: {crd['group']}/v1\nkind: CustomResourceDefinition\n"
@@ -135,6 +136,10 @@ def crd_call(release, also=None, unserved=(), without=(), error=None):
               "spec": {"group": GROUP[k], "names": {"kind": k, "plural": CATALOGUE[k]["plural"]},
                        "versions": [{"name": v, "served": k not in unserved} for v in served(r)]}}
              for k, r in sorted(kinds.items())]
+    items += [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": f"{k.lower()}s.{g}"},
+               "spec": {"group": g, "names": {"kind": k, "plural": f"{k.lower()}s"},
+                        "versions": [{"name": v, "served": True}]}} for g, k, v in others]
     payload = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinitionList",
                "metadata": {"resourceVersion": "4711"}, "items": items}
     return {"type": "Exchange", "request": request,
@@ -287,6 +292,25 @@ claim2 = {"apiVersion": f"{INFRA}/{V2}", "kind": "Metal3DataClaim",
 # comes before the host is called), so the session carries it as an Error exchange.
 CAPABILITY_DENIED = ("Policy has not been granted access to the 'kubernetes/list_resources_all' host "
                      "capability. The violation has been reported.")
+
+
+NO_TEMPLATE_KINDS = [(CP, "HostedControlPlane", "v1alpha1"), (CP, "NestedControlPlane", "v1alpha4"),
+                     (CP, "NestedEtcd", "v1alpha4"), (CP, "NestedAPIServer", "v1alpha4"),
+                     (CP, "NestedControllerManager", "v1alpha4"), (CP, "FooControlPlane", "v1alpha1")]
+# The policy server's account as the Kubewarden charts install it (the setting's default).
+ACCOUNT_NS, ACCOUNT = "kubewarden", "system:serviceaccount:kubewarden:policy-server"
+
+
+def can_i_call(plural, allowed, group=CP):
+    """The can_i question before a scan's list, as kwctl records it (KubernetesCanI)."""
+    request = (f"!KubernetesCanI\nrequest:\n  groups:\n  - system:serviceaccounts\n"
+               f"  - system:serviceaccounts:{ACCOUNT_NS}\n  - system:authenticated\n"
+               f"  resource_attributes:\n    group: {group}\n    name: null\n    namespace: {NS}\n"
+               f"    resource: {plural}\n    subresource: null\n    verb: list\n    version: null\n"
+               f"  user: {ACCOUNT}\ndisable_cache: false\n")
+    status = {"allowed": allowed} if allowed else {"allowed": False, "reason": "no RBAC policy matched"}
+    return {"type": "Exchange", "request": request,
+            "response": {"type": "Success", "payload": json.dumps(status, separators=(",", ":"))}}
 
 
 def template_object(group, kind, name):
@@ -464,6 +488,18 @@ CASES = {
         crd_call(V2, also={"TalosControlPlane": "v1alpha4"})] + list_at("MachineDeployment", V2, [md2])
         + list_at("MachineSet", V2, [ms2]) + list_at("KubeadmControlPlane", V2, []) + list_at("ClusterClass", V2, [])
         + list_at("Metal3Machine", V2, [])),
+    # Kinds known to name no template (teutonet's, the nested provider's) and one the operator
+    # declares in kindsNamingNoTemplate are installed: none is listed, nothing is asked.
+    "guard-scan-kinds-naming-no-template": (delete(with_meta(tpl_cp2, **no_owner)), [
+        crd_call(V2, others=NO_TEMPLATE_KINDS)] + list_at("MachineDeployment", V2, [md2])
+        + list_at("MachineSet", V2, [ms2]) + list_at("KubeadmControlPlane", V2, []) + list_at("ClusterClass", V2, [])
+        + list_at("Metal3Machine", V2, [])),
+    # An unknown control-plane kind the shipped RBAC does not grant: the policy asks can_i first
+    # and, refused, fails closed at once naming the rule; it never lists the kind.
+    "guard-scan-not-permitted": (delete(with_meta(tpl_cp2, **no_owner)), [
+        crd_call(V2, others=[(CP, "FooControlPlane", "v1alpha1")])] + list_at("MachineDeployment", V2, [md2])
+        + list_at("MachineSet", V2, [ms2]) + list_at("KubeadmControlPlane", V2, []) + list_at("ClusterClass", V2, [])
+        + list_at("Metal3Machine", V2, []) + [can_i_call("foocontrolplanes", allowed=False)]),
     # A CRD whose versions are all served: false is not installed: RKE2 is not listed.
     "guard-served-false": (delete(tpl_workers2), [crd_call(V2, also={"RKE2ControlPlane": V2}, unserved=("RKE2ControlPlane",))]
                            + list_at("MachineDeployment", V2, [md2]) + list_at("MachineSet", V2, [ms2])
@@ -494,7 +530,9 @@ def literal_blocks(dumper, text):
 # Every case runs with the default settings (`auto` versions) but these.
 V2_SETTINGS = {"capiApiVersion": V2, "controlPlaneApiVersion": V2, "metal3ApiVersion": V2}
 SETTINGS = {"guard-capi-version-not-served": V2_SETTINGS, "guard-explicit-v1beta2": V2_SETTINGS,
-            "guard-wrong-explicit-setting": {"controlPlaneApiVersion": V2}}
+            "guard-wrong-explicit-setting": {"controlPlaneApiVersion": V2},
+            "guard-scan-kinds-naming-no-template": {
+                "kindsNamingNoTemplate": ["FooControlPlane.controlplane.cluster.x-k8s.io"]}}
 
 
 def main():

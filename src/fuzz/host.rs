@@ -75,6 +75,10 @@ pub(super) enum SessionRequest<'a> {
     KubernetesListResourceAll(&'a ListAllResourcesRequest),
     KubernetesListResourceNamespace(&'a ListResourcesByNamespaceRequest),
     KubernetesGetResource(&'a GetResourceRequest),
+    KubernetesCanI {
+        request: &'a SubjectAccessReview,
+        disable_cache: bool,
+    },
 }
 
 pub(super) fn exchange(request: &SessionRequest<'_>, answer: &Result<Vec<u8>, String>) -> Value {
@@ -106,22 +110,44 @@ impl<'a> FuzzHost<'a> {
         let i = self.next.get();
         self.next.set(i + 1);
         self.calls.borrow_mut().push(call);
-        let answer = self.case.answers.get(i).copied().unwrap_or(Answer::Good);
+        let mut answer = self.case.answers.get(i).copied().unwrap_or(Answer::Good);
+        // The host's access check: only metadata.yml's kinds at the catalogue's versions, and
+        // the case's extra CRDs when the operator granted them (can_i has no such check).
+        let listed = catalogue::resources_read()
+            .any(|r| r.kind == kind && r.versions.iter().any(|v| r.api_version(v) == api_version));
+        if !(listed || self.case.granted || kind == "SubjectAccessReview") {
+            answer = Answer::Denied;
+        }
         if answer.is_failure() {
             self.failed.set(true);
         }
         let items = |count: usize| -> Vec<Value> {
             if kind == CRD.kind {
-                // Every kind of the catalogue is installed; with an empty answer, only the
+                // Every kind of the catalogue is installed, and the case's extra CRDs (one of a
+                // catalogue kind replaces the catalogue's); with an empty answer, only the
                 // keeper's (a keeper exists, so its CRD does).
                 let keeper = self.case.keeper.as_ref().map(|k| k.kind.as_str());
-                return catalogue::resources_read()
-                    .filter(|r| r.kind != CRD.kind)
-                    .filter(|r| count > 0 || keeper == Some(r.kind))
+                let extra = |kind: &str| self.case.crds.iter().find(|c| c.kind == kind);
+                let catalogue_crds = catalogue::resources_read()
+                    .filter(|r| r.kind != CRD.kind && extra(r.kind).is_none())
                     .map(|r| {
+                        let versions: Vec<(String, bool)> =
+                            r.versions.iter().map(|v| (v.to_string(), true)).collect();
+                        (r.group.to_string(), r.kind.to_string(), versions)
+                    });
+                let extras = self
+                    .case
+                    .crds
+                    .iter()
+                    .map(|c| (c.group.clone(), c.kind.clone(), c.versions.clone()));
+                return catalogue_crds
+                    .chain(extras)
+                    .filter(|(_, k, _)| count > 0 || keeper == Some(k.as_str()))
+                    .map(|(group, kind, versions)| {
                         let versions: Vec<(&str, bool)> =
-                            r.versions.iter().map(|v| (*v, true)).collect();
-                        crate::testing::crd_object(r.group, r.kind, r.plural, &versions)
+                            versions.iter().map(|(v, s)| (v.as_str(), *s)).collect();
+                        let plural = catalogue::plural_of(&kind).to_lowercase();
+                        crate::testing::crd_object(&group, &kind, &plural, &versions)
                     })
                     .collect();
             }
@@ -151,6 +177,10 @@ impl<'a> FuzzHost<'a> {
                     Some(name) => match items(1).into_iter().next() {
                         Some(mut object) => {
                             object["metadata"]["name"] = json!(name);
+                            if kind == "Cluster" && self.case.cluster_deleting {
+                                object["metadata"]["deletionTimestamp"] =
+                                    json!("2026-12-01T00:00:00Z");
+                            }
                             Ok(object.to_string().into_bytes())
                         }
                         None => text(format!("Callback evaluation failure: Cannot find {api_version}/{kind} named '{name}' inside of namespace 'Some(\"ns\")'")),
@@ -185,6 +215,33 @@ impl<'a> FuzzHost<'a> {
 }
 
 impl Host for FuzzHost<'_> {
+    /// The next answer of the case: a good one allows, an empty one refuses, any other is the
+    /// same failure a list would get.
+    fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
+        let a = &r.subject_access_review.resource_attributes;
+        let call = format!("can-i {} {} {:?}", a.verb, a.resource, a.namespace);
+        let answer = match self.answer(call, "authorization.k8s.io/v1", "SubjectAccessReview", None)
+        {
+            Ok(_) => {
+                let i = self.next.get() - 1;
+                let allowed =
+                    self.case.answers.get(i).copied().unwrap_or(Answer::Good) != Answer::Empty;
+                Ok(json!({"allowed": allowed, "reason": if allowed { "" } else { "no RBAC policy matched" }})
+                    .to_string()
+                    .into_bytes())
+            }
+            Err(e) => Err(e),
+        };
+        self.exchanges.borrow_mut().push(exchange(
+            &SessionRequest::KubernetesCanI {
+                request: &r.subject_access_review,
+                disable_cache: r.disable_cache,
+            },
+            &answer,
+        ));
+        answer
+    }
+
     fn list_all_resources(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         let call = format!("list-all {} {} {:?}", r.api_version, r.kind, r.field_masks);
         let answer = self.answer(call, &r.api_version, &r.kind, None);

@@ -6,8 +6,15 @@
 //!   500 code; every warning fits in 256 characters);
 //! - identical input gives an identical answer and identical host calls;
 //! - a lookup that failed or could not be read never leads to a silent accept;
-//! - a guarded template that a listed, non-deleting referrer names is never deleted, unless
-//!   `failOpenOnLookupError` is set, and then with a warning.
+//! - a guarded template that a keeper names is never deleted, unless `failOpenOnLookupError` is
+//!   set, and then with a warning: every kind of keeper (catalogue kinds, Metal3DataTemplate's
+//!   name-only references, a scanned kind, a known kind at a future version, row 6, keepers
+//!   being deleted, a reference as deep as the parser allows);
+//! - a Metal3Machine CREATE with valid settings is never refused, whatever the host answers.
+//!
+//! The host lists the catalogue's CRDs and generated ones (kinds the catalogue does not know,
+//! versions it does not know, versions not served), answers `can_i`, and refuses kinds outside
+//! metadata.yml's list unless the case grants them.
 //!
 //! `FUZZ_CASES` sets the number of cases (20,000 by default, as CI runs it; `make fuzz CASES=N`).
 //! A failing case is minimised by proptest and written to `test_data/fuzz-failures/`, where
@@ -18,7 +25,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    SubjectAccessReview,
 };
 use kubewarden_policy_sdk::response::ValidationResponse;
 use proptest::prelude::*;
@@ -44,6 +52,16 @@ struct Keeper {
     object: Value,
 }
 
+/// A CRD the fuzz host lists besides the catalogue's: a kind the catalogue does not know, or a
+/// catalogue kind at versions it does not know (then it replaces the catalogue's CRD).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ExtraCrd {
+    group: String,
+    kind: String,
+    /// (name, served)
+    versions: Vec<(String, bool)>,
+}
+
 /// One generated case: everything `answer` and the host see.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Case {
@@ -51,6 +69,18 @@ struct Case {
     settings: Value,
     answers: Vec<Answer>,
     keeper: Option<Keeper>,
+    #[serde(default)]
+    crds: Vec<ExtraCrd>,
+    /// Every Cluster the host is asked for is being deleted (row 6).
+    #[serde(default)]
+    cluster_deleting: bool,
+    /// The operator granted the extra CRDs' kinds in `contextAwareResources` (otherwise the host
+    /// refuses them, as the test host does with metadata.yml's list).
+    #[serde(default)]
+    granted: bool,
+    /// A Metal3Machine CREATE with valid settings: it must be accepted, whatever the host says.
+    #[serde(default)]
+    machine_created: bool,
 }
 
 /// Every JSON file of `test_data/<dir>`, in file-name order.
@@ -136,6 +166,14 @@ fn check(case: &Case) -> Result<(), TestCaseError> {
         !(failed && silent_accept),
         "a failed lookup was accepted silently; calls {calls:?}"
     );
+    if case.machine_created {
+        // The mutation never stands between Cluster API and a new machine.
+        prop_assert!(
+            response.accepted,
+            "a Metal3Machine CREATE was refused: {:?}; calls {calls:?}",
+            response.message
+        );
+    }
     if case.keeper.is_some() && response.accepted {
         prop_assert!(
             fail_open(case) && !silent_accept,
@@ -199,6 +237,43 @@ fn fuzz_templates_in_use_are_kept() {
     run("kept", cases() / 4, kept_case());
 }
 
+#[test]
+fn fuzz_metal3_machine_creation_is_never_refused() {
+    run("create", cases() / 10, create_case());
+}
+
+/// With every host answer good and the default settings, each kind of keeper of the kept
+/// property is found and named: a 409, never a 500 (the deep reference included, so the scan
+/// walks as deep as the parser lets an answer through).
+#[test]
+fn every_kind_of_keeper_is_found() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = kept_case();
+    let mut kinds = std::collections::BTreeSet::new();
+    for _ in 0..400 {
+        let mut case = strategy.new_tree(&mut runner).expect("a case").current();
+        case.answers = vec![Answer::Good; 64];
+        case.settings = json!({});
+        let (bytes, calls, _) = evaluate(&case);
+        let response: ValidationResponse = serde_json::from_slice(&bytes).expect("a response");
+        let keeper = case
+            .keeper
+            .as_ref()
+            .map(|k| k.kind.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            response.code,
+            Some(409),
+            "{keeper}: {:?}; calls {calls:?}",
+            response.message
+        );
+        let message = response.message.unwrap_or_default();
+        assert!(message.contains(&format!("{keeper} keeper")), "{message}");
+        kinds.insert(keeper);
+    }
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
+}
+
 /// Every case a fuzz run ever failed on, replayed.
 #[test]
 fn fuzz_failures_stay_fixed() {
@@ -229,6 +304,8 @@ fn write_hostile_corpus() {
     for n in 0..300 {
         let mut case = strategy.new_tree(&mut runner).expect("a case").current();
         case.settings = settings_strategy_valid(case.settings);
+        // The test host grants only metadata.yml's kinds.
+        case.granted = false;
         let payload = json!({"request": case.request, "settings": case.settings}).to_string();
         let host = FuzzHost::new(&case);
         let bytes = crate::answer(payload.as_bytes(), &host).expect("an answer");

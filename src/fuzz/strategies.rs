@@ -114,17 +114,104 @@ pub(super) fn mutate(request: &mut Value, mutation: &Mutation, only_objects: boo
                     },
                     Mutation::Huge(_) => json!("x".repeat(300_000)),
                     Mutation::NonAscii(_) => json!("ノード/再利用\u{0}é\u{202e}"),
-                    _ => {
-                        let mut deep = json!("bottom");
-                        for _ in 0..100 {
-                            deep = json!({ "d": [deep] });
-                        }
-                        deep
-                    }
+                    Mutation::Deep(i) => deep(*i),
+                    _ => json!(null),
                 };
             }
         }
     }
+}
+
+/// A value nested as deep as the JSON parser lets a request through (128 levels, the request's
+/// own levels included) or just past it, so that both the parser's limit and the policy's own
+/// walks (the mutation's clone, the scan of a spec) are reached.
+pub(super) fn deep(i: usize) -> Value {
+    let mut deep = json!("bottom");
+    for _ in 0..(52 + i % 14) {
+        deep = json!({ "d": [deep] });
+    }
+    deep
+}
+
+/// CRDs beyond the catalogue's: kinds it does not know in the scanned groups, kinds known to
+/// name no template, catalogue kinds served only at versions the policy does not know, and
+/// versions that are not served.
+pub(super) fn extra_crds() -> impl Strategy<Value = Vec<ExtraCrd>> {
+    let cp = catalogue::CONTROL_PLANE_GROUP;
+    type Versions = Vec<(&'static str, bool)>;
+    let pool: Vec<(&str, &str, Versions)> = vec![
+        (cp, "FooControlPlane", vec![("v1alpha1", true)]),
+        (
+            cp,
+            "FooControlPlane",
+            vec![("v1alpha1", false), ("v1alpha2", true)],
+        ),
+        (
+            catalogue::ETCD_GROUP,
+            "FooEtcdCluster",
+            vec![("v1beta1", true)],
+        ),
+        (cp, "HostedControlPlane", vec![("v1alpha1", true)]),
+        (cp, "NestedEtcd", vec![("v1alpha4", true)]),
+        (cp, "TalosControlPlane", vec![("v1alpha4", true)]),
+        (cp, "KairosControlPlane", vec![("v1beta3", true)]),
+        (catalogue::CAPI_GROUP, "MachineSet", vec![("v1beta3", true)]),
+        (
+            catalogue::CAPI_GROUP,
+            "MachineDeployment",
+            vec![("v1beta2", false), ("v1beta1", true)],
+        ),
+        (
+            cp,
+            "KubeadmControlPlane",
+            vec![("v1beta2", false), ("v1beta1", false)],
+        ),
+    ];
+    let crds: Vec<ExtraCrd> = pool
+        .into_iter()
+        .map(|(group, kind, versions)| ExtraCrd {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            versions: versions.iter().map(|(v, s)| (v.to_string(), *s)).collect(),
+        })
+        .collect();
+    proptest::sample::subsequence(crds.clone(), 0..4).prop_map(|mut chosen| {
+        // One CRD per kind: the first chosen.
+        let mut seen: Vec<String> = Vec::new();
+        chosen.retain(|c| {
+            let fresh = !seen.contains(&c.kind);
+            seen.push(c.kind.clone());
+            fresh
+        });
+        chosen
+    })
+}
+
+/// Metal3Machine CREATEs (the sample requests the mutation sees), unchanged, with valid
+/// settings and any host answers and CRDs.
+pub(super) fn create_case() -> impl Strategy<Value = Case> {
+    let creates: Vec<Value> = requests()
+        .iter()
+        .filter(|r| r["operation"] == "CREATE" && r["kind"]["kind"] == "Metal3Machine")
+        .cloned()
+        .collect();
+    (
+        proptest::sample::select(creates),
+        settings_strategy(),
+        answers_strategy(),
+        extra_crds(),
+        any::<bool>(),
+    )
+        .prop_map(|(request, settings, answers, crds, granted)| Case {
+            request,
+            settings: settings_strategy_valid(settings),
+            answers,
+            keeper: None,
+            crds,
+            cluster_deleting: false,
+            granted,
+            machine_created: true,
+        })
 }
 
 pub(super) fn settings_strategy() -> impl Strategy<Value = Value> {
@@ -215,8 +302,10 @@ pub(super) fn hostile_case_in(only_objects: bool) -> impl Strategy<Value = Case>
         proptest::collection::vec(mutation_strategy(), 0..4),
         settings_strategy(),
         answers_strategy(),
+        extra_crds(),
+        any::<bool>(),
     )
-        .prop_map(move |(i, mutations, settings, answers)| {
+        .prop_map(move |(i, mutations, settings, answers, crds, granted)| {
             let mut request = requests()[i].clone();
             for m in &mutations {
                 mutate(&mut request, m, only_objects);
@@ -226,87 +315,244 @@ pub(super) fn hostile_case_in(only_objects: bool) -> impl Strategy<Value = Case>
                 settings,
                 answers,
                 keeper: None,
+                crds,
+                cluster_deleting: false,
+                granted,
+                machine_created: false,
             }
         })
 }
 
-/// A guarded template, no Cluster owner and no move annotation, that a listed referrer names.
-pub(super) fn kept_case() -> impl Strategy<Value = Case> {
-    let templates = [
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "Metal3MachineTemplate",
-            "MachineDeployment",
-            "/spec/template/spec/infrastructureRef",
-        ),
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "OpenStackMachineTemplate",
+/// One way a template is kept: the template's group and kind, the keeper's kind, where it names
+/// the template, and how.
+#[derive(Debug, Clone, Copy, Default)]
+struct Kept {
+    group: &'static str,
+    kind: &'static str,
+    referrer: &'static str,
+    path: &'static str,
+    /// The reference gives a name only (its kind is implied by the keeper's field).
+    name_only: bool,
+    /// The keeper's CRD, when it is not the catalogue's: (group, the one version it serves).
+    crd: Option<(&'static str, &'static str)>,
+    /// The keeper is being deleted (it keeps the template all the same).
+    deleting: bool,
+    /// The template is owned by a Cluster being deleted, which the keeper belongs to (row 6:
+    /// control planes and scanned kinds keep it all the same).
+    cluster: bool,
+    /// The reference sits as deep in the keeper's spec as the parser lets it.
+    deep: bool,
+}
+
+const fn kept(
+    group: &'static str,
+    kind: &'static str,
+    referrer: &'static str,
+    path: &'static str,
+) -> Kept {
+    Kept {
+        group,
+        kind,
+        referrer,
+        path,
+        name_only: false,
+        crd: None,
+        deleting: false,
+        cluster: false,
+        deep: false,
+    }
+}
+
+const INFRA: &str = "infrastructure.cluster.x-k8s.io";
+const M3: &str = "Metal3MachineTemplate";
+const DATA: &str = "Metal3DataTemplate";
+const FOO: Option<(&str, &str)> = Some((catalogue::CONTROL_PLANE_GROUP, "v1alpha1"));
+
+/// Every kind of keeper: catalogue kinds, Metal3DataTemplate's (name-only references), a scanned
+/// kind, a known kind served only at a future version (name-only, keeper rules), row 6, keepers
+/// being deleted, and a reference as deep as the parser allows.
+const KEPT: [Kept; 17] = [
+    kept(
+        INFRA,
+        M3,
+        "MachineDeployment",
+        "/spec/template/spec/infrastructureRef",
+    ),
+    kept(
+        INFRA,
+        "OpenStackMachineTemplate",
+        "MachineSet",
+        "/spec/template/spec/infrastructureRef",
+    ),
+    kept(
+        "bootstrap.cluster.x-k8s.io",
+        "TalosConfigTemplate",
+        "MachineDeployment",
+        "/spec/template/spec/bootstrap/configRef",
+    ),
+    kept(
+        INFRA,
+        "Metal3ClusterTemplate",
+        "ClusterClass",
+        "/spec/infrastructure/templateRef",
+    ),
+    kept(
+        "controlplane.cluster.x-k8s.io",
+        "KubeadmControlPlaneTemplate",
+        "ClusterClass",
+        "/spec/controlPlane/ref",
+    ),
+    kept(
+        INFRA,
+        M3,
+        "KubeadmControlPlane",
+        "/spec/machineTemplate/spec/infrastructureRef",
+    ),
+    kept(
+        INFRA,
+        M3,
+        "TalosControlPlane",
+        "/spec/infrastructureTemplate",
+    ),
+    kept(
+        INFRA,
+        "Metal3RemediationTemplate",
+        "MachineHealthCheck",
+        "/spec/remediation/templateRef",
+    ),
+    Kept {
+        name_only: true,
+        ..kept(INFRA, DATA, M3, "/spec/template/spec/dataTemplate")
+    },
+    Kept {
+        name_only: true,
+        deleting: true,
+        ..kept(INFRA, DATA, "Metal3Machine", "/spec/dataTemplate")
+    },
+    Kept {
+        crd: FOO,
+        ..kept(
+            INFRA,
+            M3,
+            "FooControlPlane",
+            "/spec/machines/infrastructure",
+        )
+    },
+    Kept {
+        crd: FOO,
+        deleting: true,
+        cluster: true,
+        ..kept(INFRA, M3, "FooControlPlane", "/spec/infra")
+    },
+    Kept {
+        crd: FOO,
+        deep: true,
+        ..kept(INFRA, M3, "FooControlPlane", "/spec/nested")
+    },
+    Kept {
+        name_only: true,
+        crd: Some((catalogue::CONTROL_PLANE_GROUP, "v1beta3")),
+        ..kept(
+            "bootstrap.cluster.x-k8s.io",
+            "KairosConfigTemplate",
+            "KairosControlPlane",
+            "/spec/kairosConfigTemplate",
+        )
+    },
+    Kept {
+        crd: Some((catalogue::CAPI_GROUP, "v1beta3")),
+        ..kept(
+            INFRA,
+            M3,
             "MachineSet",
             "/spec/template/spec/infrastructureRef",
-        ),
-        (
-            "bootstrap.cluster.x-k8s.io",
-            "TalosConfigTemplate",
-            "MachineDeployment",
-            "/spec/template/spec/bootstrap/configRef",
-        ),
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "Metal3ClusterTemplate",
-            "ClusterClass",
-            "/spec/infrastructure/templateRef",
-        ),
-        (
-            "controlplane.cluster.x-k8s.io",
-            "KubeadmControlPlaneTemplate",
-            "ClusterClass",
-            "/spec/controlPlane/ref",
-        ),
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "Metal3MachineTemplate",
+        )
+    },
+    Kept {
+        cluster: true,
+        ..kept(
+            INFRA,
+            M3,
             "KubeadmControlPlane",
             "/spec/machineTemplate/spec/infrastructureRef",
-        ),
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "Metal3MachineTemplate",
-            "TalosControlPlane",
-            "/spec/infrastructureTemplate",
-        ),
-        (
-            "infrastructure.cluster.x-k8s.io",
-            "Metal3RemediationTemplate",
-            "MachineHealthCheck",
-            "/spec/remediation/templateRef",
-        ),
-    ];
+        )
+    },
+    Kept {
+        deleting: true,
+        ..kept(
+            INFRA,
+            M3,
+            "KubeadmControlPlane",
+            "/spec/machineTemplate/spec/infrastructureRef",
+        )
+    },
+];
+
+/// A guarded template, with no move annotation, that a listed or scanned keeper names.
+pub(super) fn kept_case() -> impl Strategy<Value = Case> {
     (
-        proptest::sample::select(templates.to_vec()),
+        proptest::sample::select(KEPT.to_vec()),
         any::<bool>(),
         settings_strategy(),
         answers_strategy(),
+        any::<usize>(),
     )
-        .prop_map(|((group, kind, referrer, path), node_reuse, mut settings, answers)| {
+        .prop_map(|(k, node_reuse, settings, answers, depth)| {
             // Valid settings only: invalid ones are refused before any decision.
-            settings = settings_strategy_valid(settings);
-            let reference = json!({"apiGroup": group, "kind": kind, "name": "t-1"});
-            let mut object = json!({"kind": referrer, "metadata": {"name": "keeper", "namespace": "ns"}});
+            let settings = settings_strategy_valid(settings);
+            let mut reference = json!({"apiGroup": k.group, "kind": k.kind, "name": "t-1"});
+            if k.name_only {
+                reference = json!({"name": "t-1"});
+            }
+            if k.deep {
+                // The reference at the bottom of the parser's depth, where only the scan looks.
+                let mut nested = reference;
+                for _ in 0..(40 + depth % 12) {
+                    nested = json!({ "d": [nested] });
+                }
+                reference = nested;
+            }
+            let mut meta = json!({"name": "keeper", "namespace": "ns"});
+            if k.deleting {
+                meta["deletionTimestamp"] = json!("2026-12-01T00:00:00Z");
+                meta["finalizers"] = json!(["example.com/keep"]);
+            }
+            if k.cluster {
+                meta["labels"] = json!({"cluster.x-k8s.io/cluster-name": "c1"});
+            }
+            let mut object = json!({"kind": k.referrer, "metadata": meta});
             let mut at = &mut object;
-            for part in path.trim_start_matches('/').split('/') {
+            for part in k.path.trim_start_matches('/').split('/') {
                 at = &mut at[part];
             }
             *at = reference;
-            let old = json!({"apiVersion": format!("{group}/v1beta2"), "kind": kind,
-                "metadata": {"name": "t-1", "namespace": "ns"}, "spec": {"nodeReuse": node_reuse}});
-            let request = json!({"uid": "u", "kind": {"group": group, "version": "v1beta2", "kind": kind},
+            let mut old_meta = json!({"name": "t-1", "namespace": "ns"});
+            if k.cluster {
+                old_meta["ownerReferences"] = json!([{"apiVersion": "cluster.x-k8s.io/v1beta2",
+                    "kind": "Cluster", "name": "c1", "uid": "u-c1"}]);
+            }
+            let old = json!({"apiVersion": format!("{}/v1beta2", k.group), "kind": k.kind,
+                "metadata": old_meta, "spec": {"nodeReuse": node_reuse}});
+            let request = json!({"uid": "u", "kind": {"group": k.group, "version": "v1beta2", "kind": k.kind},
                 "name": "t-1", "namespace": "ns", "operation": "DELETE", "oldObject": old});
+            let crds = k
+                .crd
+                .map(|(group, version)| ExtraCrd {
+                    group: group.to_string(),
+                    kind: k.referrer.to_string(),
+                    versions: vec![(version.to_string(), true)],
+                })
+                .into_iter()
+                .collect();
             Case {
                 request,
                 settings,
                 answers,
-                keeper: Some(Keeper { kind: referrer.to_string(), object }),
+                keeper: Some(Keeper { kind: k.referrer.to_string(), object }),
+                crds,
+                cluster_deleting: k.cluster,
+                granted: true,
+                machine_created: false,
             }
         })
 }

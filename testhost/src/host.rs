@@ -1,14 +1,16 @@
 //! The host side of the policy's waPC calls: the Kubernetes lists and gets it makes, and its log
-//! events. Any other capability (OCI, DNS, crypto, `can_i`, Sigstore) is refused with the texts
-//! kwctl's policy evaluator gives a call it does not know; this project's policy makes none. The
-//! access check and the `Callback evaluation failure: ` prefix are the policy evaluator's.
+//! events, and `can_i`. Any other capability (OCI, DNS, crypto, Sigstore) is refused with the
+//! texts kwctl's policy evaluator gives a call it does not know; this project's policy makes
+//! none. The access check and the `Callback evaluation failure: ` prefix are the policy
+//! evaluator's.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use kubewarden_policy_sdk::host_capabilities::kubernetes::CanIRequest;
 use serde::{Deserialize, Serialize};
 
-use crate::session::{KubeRequest, Replayer};
+use crate::session::{CanI, KubeRequest, Replayer};
 
 /// A Kubernetes resource type the policy may read (metadata.yml's `contextAwareResources`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -74,6 +76,7 @@ impl HostState {
                 KubeRequest::KubernetesListResourceAll(parse(payload)?)
             }
             ("kubernetes", "get_resource") => KubeRequest::KubernetesGetResource(parse(payload)?),
+            ("kubernetes", "can_i") => return self.can_i(parse(payload)?),
             ("tracing" | "kubernetes" | "oci" | "net" | "crypto", _) => {
                 return Err(format!("unknown operation: {operation}"))
             }
@@ -106,6 +109,24 @@ impl HostState {
             }
             format!("Callback evaluation failure: {e}")
         })
+    }
+}
+
+impl HostState {
+    /// `can_i` has no `contextAwareResources` check (policy-evaluator `runtimes/callback.rs`
+    /// @v1.36.0-beta.1). A session replays it; the simulated API servers enforce no RBAC, so
+    /// there every question is allowed.
+    fn can_i(&mut self, request: CanIRequest) -> Result<Vec<u8>, String> {
+        let request = CanI::KubernetesCanI {
+            request: request.subject_access_review,
+            disable_cache: request.disable_cache,
+        };
+        let result = match (&self.responder, self.replayer.as_mut()) {
+            (Some(_), _) => Ok(br#"{"allowed":true}"#.to_vec()),
+            (None, Some(replayer)) => replayer.respond_can_i(&request),
+            (None, None) => Err("kube::Client was not initialized properly".to_string()),
+        };
+        result.map_err(|e| format!("Callback evaluation failure: {e}"))
     }
 }
 
@@ -166,8 +187,7 @@ mod tests {
             ..Default::default()
         };
         for (binding, namespace, operation, payload, text) in [
-            ("kubewarden", "kubernetes", "can_i", &b"{}"[..], "unknown operation: can_i"),
-            ("kubewarden", "oci", "v1/manifest_digest", b"{}", "unknown operation: v1/manifest_digest"),
+            ("kubewarden", "oci", "v1/manifest_digest", &b"{}"[..], "unknown operation: v1/manifest_digest"),
             ("kubewarden", "net", "v1/dns_lookup_host", b"{}", "unknown operation: v1/dns_lookup_host"),
             ("kubewarden", "nope", "x", b"{}", "unknown namespace: nope"),
             ("other", "kubernetes", "x", b"", "unknown binding: other"),

@@ -1,13 +1,14 @@
 //! kwctl's session files (`--replay-host-capabilities-interactions`): a YAML list of exchanges,
 //! each a request (a string holding YAML with a tag such as `!KubernetesListResourceAll`) and the
 //! recorded answer, replayed strictly in order and matched exactly. Only the Kubernetes requests
-//! the policy makes are read; a session with any other kind of request does not parse.
+//! the policy makes (lists, gets, `can_i`) are read; any other kind of request does not parse.
 
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    SubjectAccessReview,
 };
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +61,31 @@ impl std::fmt::Debug for KubeRequest {
     }
 }
 
+/// A `can_i` call as kwctl records it (policy-evaluator `callback_requests.rs`
+/// `KubernetesCanI`@v1.36.0-beta.1); kept apart from [`KubeRequest`], which names a resource.
+#[derive(Debug, PartialEq, Deserialize)]
+pub enum CanI {
+    KubernetesCanI {
+        request: SubjectAccessReview,
+        disable_cache: bool,
+    },
+}
+
+/// A recorded request of either kind, shown as kwctl shows it.
+pub enum Recorded {
+    Kube(KubeRequest),
+    CanI(CanI),
+}
+
+impl std::fmt::Debug for Recorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recorded::Kube(r) => r.fmt(f),
+            Recorded::CanI(r) => r.fmt(f),
+        }
+    }
+}
+
 /// The recorded answer of the host.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type")]
@@ -78,7 +104,7 @@ struct Exchange {
 /// Replays a session: hands out the recorded responses in order.
 #[derive(Debug, Default)]
 pub struct Replayer {
-    exchanges: Vec<(KubeRequest, Response)>,
+    exchanges: Vec<(Recorded, Response)>,
     next: usize,
 }
 
@@ -96,11 +122,17 @@ impl Replayer {
             .into_iter()
             .enumerate()
             .map(|(idx, exchange)| {
-                let request = serde_yaml::from_str(&exchange.request).map_err(|e| {
+                let text = &exchange.request;
+                let request = if text.trim_start().starts_with("!KubernetesCanI") {
+                    serde_yaml::from_str(text).map(Recorded::CanI)
+                } else {
+                    serde_yaml::from_str(text).map(Recorded::Kube)
+                };
+                let request = request.map_err(|e| {
                     anyhow!(
                         "cannot parse the request of exchange #{} of host capabilities \
-                         interactions file {origin}: {e} (testhost replays Kubernetes list and \
-                         get requests only)",
+                         interactions file {origin}: {e} (testhost replays Kubernetes list, get \
+                         and can_i requests only)",
                         idx + 1
                     )
                 })?;
@@ -124,11 +156,24 @@ impl Replayer {
     /// evaluator's `Callback evaluation failure: ` prefix). The exchange is consumed even when it
     /// does not match, as kwctl does.
     pub fn respond(&mut self, request: &KubeRequest) -> Result<Vec<u8>, String> {
+        self.replay(|r| matches!(r, Recorded::Kube(k) if k == request), request)
+    }
+
+    /// Answers a `can_i` call with the next recorded exchange, as [`Replayer::respond`].
+    pub fn respond_can_i(&mut self, request: &CanI) -> Result<Vec<u8>, String> {
+        self.replay(|r| matches!(r, Recorded::CanI(c) if c == request), request)
+    }
+
+    fn replay(
+        &mut self,
+        is: impl Fn(&Recorded) -> bool,
+        request: &dyn std::fmt::Debug,
+    ) -> Result<Vec<u8>, String> {
         let Some((expected, response)) = self.exchanges.get(self.next) else {
             return Err("the list of recorded responses is empty".to_string());
         };
         self.next += 1;
-        if expected != request {
+        if !is(expected) {
             return Err(format!(
                 "Replay error: unexpected request. Was expecting {expected:?}, got {request:?} instead"
             ));
@@ -140,7 +185,7 @@ impl Replayer {
     }
 
     /// The requests not replayed yet.
-    pub fn leftovers(&self) -> Vec<&KubeRequest> {
+    pub fn leftovers(&self) -> Vec<&Recorded> {
         self.exchanges[self.next.min(self.exchanges.len())..]
             .iter()
             .map(|(request, _)| request)
@@ -252,8 +297,35 @@ mod tests {
         let replayer = Replayer::from_yaml_str(old, "old.yml").unwrap();
         assert!(matches!(
             replayer.leftovers()[0],
-            KubeRequest::KubernetesListResourceNamespace(r) if r.field_masks.is_none()
+            Recorded::Kube(KubeRequest::KubernetesListResourceNamespace(r)) if r.field_masks.is_none()
         ));
+    }
+
+    /// kwctl records `can_i` with the SubjectAccessReview it asked; the answer is its status.
+    #[test]
+    fn can_i_is_replayed() {
+        let session = "- request: \"!KubernetesCanI\\nrequest:\\n  groups: null\\n  resource_attributes:\\n    group: g\\n    name: null\\n    namespace: ns\\n    resource: foos\\n    subresource: null\\n    verb: list\\n    version: null\\n  user: u\\ndisable_cache: false\\n\"\n  response:\n    type: Success\n    payload: '{\"allowed\":false}'\n";
+        let mut replayer = Replayer::from_yaml_str(session, "can-i.yml").unwrap();
+        let attributes = kubewarden_policy_sdk::host_capabilities::kubernetes::ResourceAttributes {
+            group: Some("g".into()),
+            namespace: Some("ns".into()),
+            resource: "foos".into(),
+            verb: "list".into(),
+            ..Default::default()
+        };
+        let request = SubjectAccessReview {
+            groups: None,
+            resource_attributes: attributes,
+            user: "u".into(),
+        };
+        let asked = CanI::KubernetesCanI {
+            request,
+            disable_cache: false,
+        };
+        assert_eq!(
+            replayer.respond_can_i(&asked).unwrap(),
+            br#"{"allowed":false}"#
+        );
     }
 
     #[test]
