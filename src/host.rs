@@ -242,9 +242,20 @@ pub fn may_list(
         plural: plural.to_string(),
         namespace: namespace.to_string(),
     }));
-    let bytes = host
-        .can_i(&request)
-        .map_err(|text| failed(lookup.clone(), &text))?;
+    let group = crate::capi::group_of(api_version);
+    let bytes = host.can_i(&request).map_err(|text| match classify(&text) {
+        Failure::CapabilityDenied => failed(lookup.clone(), &text),
+        // The SubjectAccessReview itself failed (no `create` on subjectaccessreviews, the API
+        // server): the hint of a refusal applies, with the host's words.
+        _ => LookupError {
+            lookup: lookup.clone(),
+            failure: Failure::NotPermitted,
+            detail: format!(
+                "the host could not ask whether {user} may list {plural}.{group}: {}",
+                first_line(&text)
+            ),
+        },
+    })?;
     let review: AccessReview = serde_json::from_slice(&bytes).map_err(|e| {
         unreadable(
             lookup.clone(),
@@ -263,8 +274,7 @@ pub fn may_list(
         lookup,
         failure: Failure::NotPermitted,
         detail: format!(
-            "{user} may not list {plural}.{} in namespace {namespace}, says a SubjectAccessReview{reason}",
-            crate::capi::group_of(api_version)
+            "{user} may not list {plural}.{group} in namespace {namespace}, says a SubjectAccessReview{reason}"
         ),
     })
 }
