@@ -200,6 +200,57 @@ for case in "ComparisonError|[{type: \"ComparisonError\", message: \"Failed to l
   stop
 done
 
+# Helm with --helm-releases: 500 releases of 10 revisions each (Helm's default history), 5,000
+# release Secrets as Helm's Secrets driver stores them (labels owner, name, version, status;
+# data.release is Helm's base64 of the release JSON, stored uncompressed, which Helm still reads),
+# about 18 KiB each, 89 MiB as the API serves them. The pass lists them as metadata only and
+# fetches the 500 deployed revisions alone (19 MiB resident when measured); release site-000
+# declares `free`, which is left. A deployed revision that is not Helm's
+# encoding leaves its namespace's templates (declared, unreadable release) and the pass goes on.
+helm_state() { # helm_state DATA: DATA is a jq expression for site-000's data.release
+  echo '.capi += [range(500) as $r | range(1; 11) as $v
+    | ("site-" + ($r | tostring | if length == 1 then "00" + . elif length == 2 then "0" + . else . end)) as $name
+    | {apiVersion: "v1", kind: "Secret", type: "helm.sh/release.v1",
+       metadata: {name: ("sh.helm.release.v1." + $name + ".v" + ($v | tostring)), namespace: "edge",
+                  labels: {owner: "helm", name: $name, version: ($v | tostring),
+                           status: (if $v == 10 then "deployed" else "superseded" end)}},
+       data: {release: ({name: $name, namespace: "edge", version: $v, info: {status: "deployed"},
+                         chart: {files: [range(300) | "chart file line \(.) of \($name)"]},
+                         manifest: ("apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: Metal3MachineTemplate\nmetadata:\n  name: "
+                                    + (if $r == 0 then "free" else $name + "-md" end) + "\n")}
+                        | tojson | @base64 | @base64)}}
+    | if .metadata.name == "sh.helm.release.v1.site-000.v10" then .data.release = ('"$1"') else . end]'
+}
+start "$(helm_state .data.release)"
+set +e
+if [ -x /usr/bin/time ]; then
+  OUT=$(/usr/bin/time -f %M -o "$T/rss" "$CLEANUP" -n edge --helm-releases 2>"$T/cleanup.err"); CODE=$?
+else
+  OUT=$("$CLEANUP" -n edge --helm-releases 2>"$T/cleanup.err"); CODE=$?
+fi
+set -e
+ERR=$(cat "$T/cleanup.err")
+check "Helm, 5,000 revisions: exit 0" is "$CODE" 0
+check "Helm, 5,000 revisions: the template a deployed release declares is left" has "$(grep edge/free <<<"$OUT")" "still declared by Helm release edge/site-000 (revision 10, deployed)"
+check "Helm, 5,000 revisions: listed as metadata, the 500 current revisions read" has "$OUT" "source Helm releases: 5000 Secrets listed (metadata only), 500 current revisions read, 500 objects declared (Secrets read in edge)"
+check "Helm, 5,000 revisions: ten pages listed" is "$(grep -c '^GET /api/v1/namespaces/edge/secrets?' "$T/api.log")" 10
+check "Helm, 5,000 revisions: only the deployed revisions fetched" is "$(grep -c '^GET /api/v1/namespaces/edge/secrets/sh.helm.release.v1.site-...\.v10[? ]' "$T/api.log")/$(grep -c '^GET /api/v1/namespaces/edge/secrets/' "$T/api.log")" 500/500
+if [ -x /usr/bin/time ]; then
+  echo "# Helm, 5,000 revisions: the clean-up's peak resident memory was $(($(tail -n 1 "$T/rss") / 1024)) MiB"
+  check "Helm, 5,000 revisions: the clean-up stays under 64 MiB resident (the Job's limit is 128 MiB)" test "$(tail -n 1 "$T/rss")" -lt 65536
+else
+  echo "# /usr/bin/time is not installed: the clean-up's peak memory is not measured"
+fi
+check "Helm, 5,000 revisions: free is still there" is "$(template_status free)" 200
+stop
+start "$(helm_state '"!!" | @base64')"
+run --helm-releases
+check "Helm, an unreadable release: exit 0" is "$CODE" 0
+check "Helm, an unreadable release: its namespace's templates are left" has "$(grep edge/free <<<"$OUT")" "still declared by Helm release edge/site-000, which cannot be read (Helm release Secret edge/sh.helm.release.v1.site-000.v10: the release is not Helm's base64"
+check "Helm, an unreadable release: the report names it" has "$OUT" "unreadable, their namespaces' templates kept: edge/site-000"
+check "Helm, an unreadable release: nothing of edge deleted" is "$(template_status free)" 200
+stop
+
 # Pre-flight refusals: "what|EDIT|the check named"
 for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
             "failurePolicy Ignore on the webhook|.hook.webhooks[0].failurePolicy = \"Ignore\"|failurePolicy is Fail" \
