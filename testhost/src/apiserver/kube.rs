@@ -77,40 +77,26 @@ pub fn list_answer(
 pub const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
 pub const CRD_KIND: &str = "CustomResourceDefinition";
 
-/// One installed kind: its group and the versions its CRD lists, with `served`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Crd {
-    pub group: String,
-    pub kind: String,
-    pub versions: Vec<(String, bool)>,
-}
-
-impl Crd {
-    /// The object as the API server returns it (without the OpenAPI schemas masks drop anyway).
-    /// The storage version is the newest served one.
-    pub fn render(&self) -> Value {
-        let storage = self.versions.iter().rev().find(|(_, served)| *served);
-        let versions: Vec<Value> = self
-            .versions
-            .iter()
-            .map(|(name, served)| {
-                let storage = storage.is_some_and(|(s, _)| s == name);
-                json!({"name": name, "served": served, "storage": storage})
-            })
-            .collect();
-        let plural = plural(&self.kind);
-        json!({
-            "apiVersion": CRD_API_VERSION,
-            "kind": CRD_KIND,
-            "metadata": {"name": format!("{plural}.{}", self.group)},
-            "spec": {
-                "group": self.group,
-                "names": {"kind": self.kind, "listKind": format!("{}List", self.kind), "plural": plural, "singular": self.kind.to_lowercase()},
-                "scope": "Namespaced",
-                "versions": versions,
-            },
-        })
-    }
+/// The CRD of `kind` in `group`, served at `versions` (oldest first), as the API server returns
+/// it (without the OpenAPI schemas masks drop anyway). The storage version is the newest one.
+pub fn crd(group: &str, kind: &str, versions: &[&str]) -> Value {
+    let storage = versions.last();
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"name": v, "served": true, "storage": Some(v) == storage}))
+        .collect();
+    let (plural, singular) = (plural(kind), kind.to_lowercase());
+    json!({
+        "apiVersion": CRD_API_VERSION,
+        "kind": CRD_KIND,
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": singular},
+            "scope": "Namespaced",
+            "versions": versions,
+        },
+    })
 }
 
 /// A kind missing from a served group/version.
@@ -172,22 +158,18 @@ mod tests {
 
     #[test]
     fn crd_objects_name_plural_group_and_served_versions() {
-        let crd = Crd {
-            group: "cluster.x-k8s.io".into(),
-            kind: "ClusterClass".into(),
-            versions: vec![("v1beta1".into(), true), ("v1beta2".into(), false)],
-        };
+        let crd = crd("cluster.x-k8s.io", "ClusterClass", &["v1beta1", "v1beta2"]);
         // The masks the policy sends with its CRD list (its catalogue, as its tests write it).
         let catalogue: Value =
             serde_json::from_str(include_str!("../../../test_data/catalogue.json")).unwrap();
         let masks: BTreeSet<String> =
             serde_json::from_value(catalogue["CustomResourceDefinition"]["masks"].clone()).unwrap();
         assert_eq!(
-            apply_masks(&crd.render(), Some(&masks)),
+            apply_masks(&crd, Some(&masks)),
             json!({"apiVersion": CRD_API_VERSION, "kind": CRD_KIND,
                 "metadata": {"name": "clusterclasses.cluster.x-k8s.io", "annotations": {}, "managedFields": []},
                 "spec": {"group": "cluster.x-k8s.io", "names": {"kind": "ClusterClass", "plural": "clusterclasses"},
-                    "versions": [{"name": "v1beta1", "served": true}, {"name": "v1beta2", "served": false}]}})
+                    "versions": [{"name": "v1beta1", "served": true}, {"name": "v1beta2", "served": true}]}})
         );
     }
 }

@@ -16,7 +16,6 @@ use serde_json::{json, Value};
 
 use crate::host::{lock, Responder};
 use crate::session::KubeRequest;
-use kube::Crd;
 use objects::{installed, Installed, Kind, Store, NAMESPACE};
 use render::render;
 
@@ -144,7 +143,7 @@ impl Api {
     ) -> Result<Vec<Value>, String> {
         let selector = Selector::parse(selector)?;
         if (api_version, kind) == (kube::CRD_API_VERSION, kube::CRD_KIND) {
-            return Ok(self.crds().iter().map(Crd::render).collect());
+            return Ok(self.crds());
         }
         let (simulated, version) = self.resolve(api_version, kind)?;
         let simulated = simulated
@@ -182,21 +181,21 @@ impl Api {
 
     /// One CRD per custom kind served (its group is not a built-in `*.k8s.io` one), listing every
     /// version it is served at, so a kind installed or held here is in the CRD list too.
-    pub fn crds(&self) -> Vec<Crd> {
-        let mut crds: BTreeMap<(String, String), Vec<(String, bool)>> = BTreeMap::new();
+    pub fn crds(&self) -> Vec<Value> {
+        let mut crds: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
         for (api_version, kinds) in self.served() {
             let Some((group, version)) = api_version.split_once('/') else {
                 continue;
             };
             for kind in kinds.into_iter().filter(|_| !group.ends_with(".k8s.io")) {
-                let versions = crds.entry((group.into(), kind)).or_default();
-                versions.push((version.into(), true));
+                crds.entry((group.into(), kind))
+                    .or_default()
+                    .push(version.into());
             }
         }
-        let crd = |((group, kind), versions)| Crd {
-            group,
-            kind,
-            versions,
+        let crd = |((group, kind), versions): ((String, String), Vec<String>)| {
+            let versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+            kube::crd(&group, &kind, &versions)
         };
         crds.into_iter().map(crd).collect()
     }
@@ -288,6 +287,7 @@ impl Responder for ApiHost {
         Ok(bytes)
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::objects::{MsSpec, Obj, Ref, Spec};
