@@ -222,8 +222,9 @@ async fn prepare(
             verdict: "",
             detail: None,
         };
+        // a listed template is marked, unless a topology copy opted out: left, saying so
         let verdict = match candidate(&template, now, o.min_age, &declared) {
-            Err(Skip::NotMarked) => continue,
+            opted_out @ Err(Skip::NotMarked) => opted_out,
             _ if guard.unseen.contains(&template.namespace) => Err(Skip::Unjudged {
                 namespace: template.namespace.clone(),
                 guard: o.guard.clone(),

@@ -125,6 +125,8 @@ struct Fake {
     deployments: Option<Vec<Value>>,
     /// Templates a GET finds besides `templates` (unlabelled ones a MachineDeployment uses).
     unlisted: Vec<Value>,
+    /// The templates the topology selector lists (`topology.cluster.x-k8s.io/owned`).
+    topology: Vec<Value>,
     /// What the first GETs of the guard's policy get, in order, before `policy` (`None`: no
     /// answer).
     flaky: Mutex<Vec<Answer>>,
@@ -221,7 +223,7 @@ impl Fake {
             }
             ("GET", M3MT_PATH) if query.contains("topology.cluster.x-k8s.io") => Some((
                 200,
-                json!({"kind": "Metal3MachineTemplateList", "apiVersion": format!("{INFRA}/v1beta1"), "metadata": {}, "items": []}),
+                json!({"kind": "Metal3MachineTemplateList", "apiVersion": format!("{INFRA}/v1beta1"), "metadata": {}, "items": self.topology}),
             )),
             ("GET", M3MT_PATH) => {
                 // two per page, continue = index of the next item
@@ -353,6 +355,7 @@ fn every_answer() -> Fake {
         deployments: Some(vec![deployment("in-use")]),
         unlisted: vec![template("in-use", old)],
         flaky: Mutex::new(Vec::new()),
+        topology: Vec::new(),
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("finalized", Some((200, {

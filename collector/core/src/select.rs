@@ -45,7 +45,8 @@ impl Template {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "reason")]
 pub enum Skip {
-    /// Neither the clean-up label nor a topology copy.
+    /// Neither the clean-up label nor a topology copy, or opted out with the label set to
+    /// `false`.
     NotMarked,
     /// Already being deleted: the garbage collector or a finalizer holder has it.
     BeingDeleted,
@@ -60,7 +61,10 @@ pub enum Skip {
 impl std::fmt::Display for Skip {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Skip::NotMarked => write!(f, "not marked for clean-up"),
+            Skip::NotMarked => write!(
+                f,
+                "not marked for clean-up ({CLEANUP_LABEL} is not \"{CLEANUP_VALUE}\", or a topology copy opted out with \"false\")"
+            ),
             Skip::BeingDeleted => write!(f, "already being deleted"),
             Skip::TooYoung => write!(f, "younger than --min-age"),
             Skip::Declared { by } => write!(f, "still declared by {by}"),
@@ -75,16 +79,19 @@ impl std::fmt::Display for Skip {
     }
 }
 
-/// Whether `template` is a candidate: marked (the clean-up label, or a topology copy), not being
-/// deleted, older than `min_age` seconds at `now`, and declared by no deploy tool.
+/// Whether `template` is a candidate: marked (the clean-up label, or a topology copy that does
+/// not opt out with the label set to `false`), not being deleted, older than `min_age` seconds at
+/// `now`, and declared by no deploy tool.
 pub fn candidate(
     template: &Template,
     now: i64,
     min_age: i64,
     declared: &Declared,
 ) -> Result<(), Skip> {
-    let labelled = template.labels.get(CLEANUP_LABEL).map(String::as_str) == Some(CLEANUP_VALUE);
-    let topology_copy = template.labels.contains_key(TOPOLOGY_OWNED_LABEL);
+    let label = template.labels.get(CLEANUP_LABEL).map(String::as_str);
+    let labelled = label == Some(CLEANUP_VALUE);
+    let topology_copy =
+        template.labels.contains_key(TOPOLOGY_OWNED_LABEL) && label != Some("false");
     if !labelled && !topology_copy {
         return Err(Skip::NotMarked);
     }

@@ -63,6 +63,8 @@ const TOPOLOGY: (&str, &str) = ("topology.cluster.x-k8s.io/owned", "");
 #[case::topology_copy(vec![TOPOLOGY], 0, false, false, Ok(()))]
 #[case::label_false(vec![("capi-template-guard.kubewarden.io/cleanup", "false")], 0, false, false, Err(Skip::NotMarked))]
 #[case::unmarked(vec![], 0, false, false, Err(Skip::NotMarked))]
+#[case::topology_copy_opted_out(vec![TOPOLOGY, ("capi-template-guard.kubewarden.io/cleanup", "false")], 0, false, false, Err(Skip::NotMarked))]
+#[case::topology_copy_other_value(vec![TOPOLOGY, ("capi-template-guard.kubewarden.io/cleanup", "no")], 0, false, false, Ok(()))]
 #[case::being_deleted(vec![LABEL], 0, true, false, Err(Skip::BeingDeleted))]
 #[case::young(vec![LABEL], 1000 - 599, false, false, Err(Skip::TooYoung))]
 #[case::exactly_min_age(vec![LABEL], 1000 - 600, false, false, Ok(()))]

@@ -309,3 +309,33 @@ async fn a_read_that_keeps_failing_stops_the_pass(
     );
     assert!(deletes(&seen).is_empty());
 }
+
+/// Topology copies are collected without the clean-up label, unless labelled
+/// `capi-template-guard.kubewarden.io/cleanup=false`: that one is left, saying so, and gets no
+/// DELETE.
+#[tokio::test]
+async fn a_topology_copy_labelled_false_is_left() {
+    let old = "2026-01-01T00:00:00Z";
+    let copy = |name: &str, cleanup: Option<&str>| {
+        let mut t = template(name, old);
+        t["metadata"]["labels"] = json!({"topology.cluster.x-k8s.io/owned": ""});
+        if let Some(value) = cleanup {
+            t["metadata"]["labels"]["capi-template-guard.kubewarden.io/cleanup"] = json!(value);
+        }
+        t
+    };
+    let mut fake = only_free();
+    fake.templates.clear();
+    fake.topology = vec![copy("copy-kept-out", Some("false")), copy("copy", None)];
+    fake.deletes.insert("copy", Some((200, copy("copy", None))));
+    let (report, seen) = pass(fake, false).await;
+    let v = verdicts(&report);
+    assert_eq!(
+        v,
+        [
+            ("copy-kept-out".to_string(), "left".to_string(), "not marked for clean-up (capi-template-guard.kubewarden.io/cleanup is not \"true\", or a topology copy opted out with \"false\")".to_string()),
+            ("copy".to_string(), "deleted".to_string(), String::new()),
+        ]
+    );
+    assert_eq!(deletes(&seen), [(format!("{M3MT_PATH}/copy?"), false)]);
+}
