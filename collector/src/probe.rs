@@ -44,7 +44,9 @@ pub async fn run(
     let items = cluster
         .list(&deployments, namespaces, "")
         .await
-        .map_err(|e| format!("the probe cannot list MachineDeployments: {e}."))?;
+        .map_err(|e| {
+            format!("the probe cannot list MachineDeployments: {e}. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
+        })?;
     let mut named: Vec<_> = items.iter().flat_map(named_by_machine_deployment).collect();
     named.sort();
     named.dedup();
@@ -134,7 +136,9 @@ async fn clusters_live(
         let owner = cluster
             .get(&kind, namespace, &name)
             .await
-            .map_err(|e| format!("the probe cannot read Cluster {namespace}/{name}: {e}."))?;
+            .map_err(|e| {
+                format!("the probe cannot read Cluster {namespace}/{name}: {e}. The job needs get on clusters.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
+            })?;
         match owner {
             Some(o)
                 if o.pointer("/metadata/deletionTimestamp")

@@ -123,6 +123,8 @@ struct Fake {
     deletes: BTreeMap<&'static str, Answer>,
     /// Cluster API's MachineDeployments (`None`: the group is not served).
     deployments: Option<Vec<Value>>,
+    /// The answer to their list instead of `deployments`, when set.
+    deployments_refused: Option<Answer>,
     /// Templates a GET finds besides `templates` (unlabelled ones a MachineDeployment uses).
     unlisted: Vec<Value>,
     /// The templates the topology selector lists (`topology.cluster.x-k8s.io/owned`).
@@ -184,10 +186,10 @@ impl Fake {
             (
                 "GET",
                 MD_PATH | "/apis/cluster.x-k8s.io/v1beta2/namespaces/edge/machinedeployments",
-            ) => Some((
+            ) => self.deployments_refused.clone().unwrap_or_else(|| Some((
                 200,
                 json!({"kind": "MachineDeploymentList", "apiVersion": "cluster.x-k8s.io/v1beta2", "metadata": {}, "items": self.deployments.clone().unwrap_or_default()}),
-            )),
+            ))),
             ("GET", p) if p.starts_with(&format!("{M3MT_PATH}/")) => {
                 let name = p.rsplit('/').next().unwrap_or("");
                 match self.templates.iter().chain(&self.unlisted).find(|t| t["metadata"]["name"] == name) {
@@ -353,6 +355,7 @@ fn every_answer() -> Fake {
         helm_storage: Vec::new(),
         namespaces: Some(vec!["edge".into()]),
         deployments: Some(vec![deployment("in-use")]),
+        deployments_refused: None,
         unlisted: vec![template("in-use", old)],
         flaky: Mutex::new(Vec::new()),
         topology: Vec::new(),

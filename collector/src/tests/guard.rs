@@ -339,3 +339,19 @@ async fn a_topology_copy_labelled_false_is_left() {
     );
     assert_eq!(deletes(&seen), [(format!("{M3MT_PATH}/copy?"), false)]);
 }
+
+/// A probe that cannot read what it needs stops the pass before any DELETE, naming the grant.
+#[tokio::test]
+async fn a_probe_without_its_rbac_stops_the_pass() {
+    let mut fake = every_answer();
+    fake.deployments_refused = Some(status(
+        403,
+        "Forbidden",
+        "machinedeployments.cluster.x-k8s.io is forbidden",
+    ));
+    refused_before_any_delete(
+        fake,
+        "the probe cannot list MachineDeployments: 403 Forbidden: machinedeployments.cluster.x-k8s.io is forbidden. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).",
+    )
+    .await;
+}
