@@ -497,17 +497,24 @@ pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
 ///   `controlplane/nested/api/v1alpha4/nestedcontrolplane_types.go` (ObjectReferences to its
 ///   NestedEtcd, NestedAPIServer and NestedControllerManager), `nestedetcd_types.go`,
 ///   `nestedapiserver_types.go` and `nestedcontrollermanager_types.go` (a `NestedComponentSpec`
-///   of addon settings, resources and replicas, `nestedcomponent_types.go`).
-pub const NAME_NO_TEMPLATE: [(&str, &str); 9] = [
+///   of addon settings, resources and replicas, `nestedcomponent_types.go`);
+/// - sapcc/cluster-api-control-plane-provider-kubernikus@487baba1
+///   `api/v1alpha1/kubernikuscontrolplane_types.go` (a version only: SAP's hosted Kubernikus);
+/// - butlerdotdev/cluster-api-control-plane-provider-steward@54c37581
+///   `api/v1alpha1/stewardcontrolplane_types.go` (a hosted control plane: datastore, addons,
+///   components, network and deployment settings; its references are Gateway parents).
+pub const NAME_NO_TEMPLATE: [(&str, &str); 11] = [
     (CONTROL_PLANE_GROUP, "AWSManagedControlPlane"),
     (CONTROL_PLANE_GROUP, "HostedControlPlane"),
     (CONTROL_PLANE_GROUP, "K0smotronControlPlane"),
     (CONTROL_PLANE_GROUP, "KamajiControlPlane"),
+    (CONTROL_PLANE_GROUP, "KubernikusControlPlane"),
     (CONTROL_PLANE_GROUP, "NestedAPIServer"),
     (CONTROL_PLANE_GROUP, "NestedControlPlane"),
     (CONTROL_PLANE_GROUP, "NestedControllerManager"),
     (CONTROL_PLANE_GROUP, "NestedEtcd"),
     (CONTROL_PLANE_GROUP, "ROSAControlPlane"),
+    (CONTROL_PLANE_GROUP, "StewardControlPlane"),
 ];
 
 /// Whether the catalogue knows `kind` of `group` whole: a kind it reads, a guarded template, or a

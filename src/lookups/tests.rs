@@ -173,6 +173,8 @@ const CP: &str = CONTROL_PLANE_GROUP;
 #[case::nested_etcd(CP, "NestedEtcd", "nestedetcds", &["v1alpha4"], None)]
 #[case::nested_apiserver(CP, "NestedAPIServer", "nestedapiservers", &["v1alpha4"], None)]
 #[case::nested_controller_manager(CP, "NestedControllerManager", "nestedcontrollermanagers", &["v1alpha4"], None)]
+#[case::kubernikus(CP, "KubernikusControlPlane", "kubernikuscontrolplanes", &["v1alpha1"], None)]
+#[case::steward(CP, "StewardControlPlane", "stewardcontrolplanes", &["v1alpha1"], None)]
 #[case::infrastructure_group(INFRASTRUCTURE_GROUP, "FooMachine", "foomachines", &["v1beta1"], None)]
 #[case::core_group(CAPI_GROUP, "MachinePool", "machinepools", &["v1beta2"], None)]
 fn what_a_machine_template_deletion_scans(
