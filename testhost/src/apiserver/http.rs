@@ -98,18 +98,6 @@ fn now() -> Value {
     json!(format!("{:.0}", jiff::Timestamp::now()))
 }
 
-/// Kubernetes version priority as a sort key: GA, beta, alpha, higher numbers first.
-fn priority(version: &str) -> (u8, i64, i64) {
-    let number = |s: &str| -s.parse::<i64>().unwrap_or(0);
-    let rest = version.trim_start_matches('v');
-    for (level, rank) in [("beta", 1), ("alpha", 2)] {
-        if let Some((major, minor)) = rest.split_once(level) {
-            return (rank, number(major), number(minor));
-        }
-    }
-    (0, number(rest), 0)
-}
-
 /// The resource a request names: `/api/v1` or `/apis/{group}/{version}`, then
 /// `[namespaces/{namespace}/]{plural}[/{name}]`.
 struct Target {
@@ -315,7 +303,7 @@ fn groups(served: &BTreeMap<String, BTreeSet<String>>) -> Value {
     let groups: Vec<Value> = groups
         .into_iter()
         .map(|(group, mut versions)| {
-            versions.sort_by_key(|v| priority(v));
+            versions.sort_by_key(|v| kube::priority(v));
             let versions: Vec<Value> = versions
                 .iter()
                 .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
@@ -438,7 +426,7 @@ pub(super) mod tests {
         assert_eq!(list["resources"][0]["namespaced"], false);
         assert_eq!(get(&front(&[]), "/apis/nothing.io/v1").0, 404);
         let mut versions = ["v1beta1", "v1", "v1alpha2", "v2", "v1beta2"];
-        versions.sort_by_key(|v| priority(v));
+        versions.sort_by_key(|v| kube::priority(v));
         assert_eq!(versions, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha2"]);
     }
 

@@ -99,6 +99,18 @@ pub fn crd(group: &str, kind: &str, versions: &[&str]) -> Value {
     })
 }
 
+/// Kubernetes version priority as a sort key: GA, beta, alpha, higher numbers first.
+pub fn priority(version: &str) -> (u8, i64, i64) {
+    let number = |s: &str| -s.parse::<i64>().unwrap_or(0);
+    let rest = version.trim_start_matches('v');
+    for (level, rank) in [("beta", 1), ("alpha", 2)] {
+        if let Some((major, minor)) = rest.split_once(level) {
+            return (rank, number(major), number(minor));
+        }
+    }
+    (0, number(rest), 0)
+}
+
 /// A kind missing from a served group/version.
 pub fn no_such_kind(api_version: &str, kind: &str) -> String {
     format!("Cannot find resource {api_version}/{kind}")

@@ -194,7 +194,8 @@ impl Api {
             }
         }
         let crd = |((group, kind), versions): ((String, String), Vec<String>)| {
-            let versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+            let mut versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+            versions.sort_by_key(|v| std::cmp::Reverse(kube::priority(v)));
             kube::crd(&group, &kind, &versions)
         };
         crds.into_iter().map(crd).collect()
@@ -423,5 +424,15 @@ mod tests {
             .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate");
         let served = json!([{"name": "v1beta1", "served": true, "storage": true}]);
         assert_eq!(m3mt.unwrap()["spec"]["versions"], served);
+        // the storage version is the one of highest priority, not the last in text order
+        let mut api = api();
+        let old = json!({"apiVersion": "policies.kubewarden.io/v1alpha2", "kind": "ClusterAdmissionPolicy", "metadata": {"name": "old"}});
+        api.hold(old).unwrap();
+        let crds = api.crds();
+        let policy = crds
+            .iter()
+            .find(|c| c["spec"]["group"] == "policies.kubewarden.io");
+        let versions = json!([{"name": "v1alpha2", "served": true, "storage": false}, {"name": "v1", "served": true, "storage": true}]);
+        assert_eq!(policy.unwrap()["spec"]["versions"], versions);
     }
 }
