@@ -65,6 +65,11 @@ pub struct ApiServerArgs {
     faults: Vec<String>,
 }
 
+/// A request's query parameters, decoded.
+type Query = BTreeMap<String, String>;
+/// The webhook's policy and settings; `None`: its policy server cannot be reached.
+type Webhook = Option<(Policy, Value)>;
+
 /// An answer: status code, body (a string is sent as plain text), what was done (logged).
 #[derive(Debug)]
 struct Reply(u16, Value, String);
@@ -144,19 +149,14 @@ impl Target {
 
 struct Front {
     api: Arc<Mutex<Api>>,
-    /// The webhook's policy and settings; `None`: its policy server cannot be reached.
-    policy: Option<(Policy, Value)>,
+    policy: Webhook,
     args: ApiServerArgs,
     /// Kinds whose DELETE finds the object re-created.
     recreate: Vec<String>,
 }
 
 impl Front {
-    fn new(
-        api: Arc<Mutex<Api>>,
-        policy: Option<(Policy, Value)>,
-        args: ApiServerArgs,
-    ) -> Result<Front> {
+    fn new(api: Arc<Mutex<Api>>, policy: Webhook, args: ApiServerArgs) -> Result<Front> {
         let recreate = args.faults.iter().map(|fault| {
             let kind = fault
                 .strip_prefix("delete:")
@@ -181,7 +181,7 @@ impl Front {
                 .into()
         };
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
-        let query: BTreeMap<String, String> = query
+        let query: Query = query
             .split('&')
             .filter_map(|pair| pair.split_once('='))
             .map(|(k, v)| (decode(k), decode(v)))
@@ -253,13 +253,7 @@ impl Front {
     /// One page of a list: `limit` items from the `continue` token (here the index of the next
     /// item), whole objects or, when `Accept` asks for a PartialObjectMetadataList (kube-rs
     /// `Api::list_metadata`), their metadata only.
-    fn list(
-        &self,
-        api: &Api,
-        target: &Target,
-        query: &BTreeMap<String, String>,
-        accept: &str,
-    ) -> Reply {
+    fn list(&self, api: &Api, target: &Target, query: &Query, accept: &str) -> Reply {
         let selector = query.get("labelSelector").map_or("", String::as_str);
         let resource = (target.api_version.as_str(), target.kind.as_str());
         let items = match api.list(resource, target.namespace.as_deref(), selector) {
@@ -434,18 +428,16 @@ pub(super) mod tests {
     fn lists_page_select_and_strip_to_metadata() {
         let front = front(&[]);
         let Reply(code, page, _) = get(&front, &format!("{M3MT}?limit=1"));
-        assert_eq!(
-            (code, page["items"][0]["metadata"]["name"].as_str()),
-            (200, Some("a"))
-        );
+        let name = |page: &Value| page["items"][0]["metadata"]["name"].clone();
+        assert_eq!((code, name(&page)), (200, json!("a")));
         let next = page["metadata"]["continue"].as_str().unwrap();
         let Reply(_, page, _) = get(&front, &format!("{M3MT}?limit=1&continue={next}"));
-        assert_eq!(page["items"][0]["metadata"]["name"], "b");
+        assert_eq!(name(&page), "b");
         assert_eq!(page["metadata"]["continue"], Value::Null);
         let Reply(_, page, _) = get(&front, &format!("{M3MT}?labelSelector=tier%3Db"));
         assert_eq!(page["items"].as_array().unwrap().len(), 1);
         let Reply(_, page, _) = get(&front, &format!("{M3MT}?labelSelector=tier%21%3Db,%21x"));
-        assert_eq!(page["items"][0]["metadata"]["name"], "a");
+        assert_eq!(name(&page), "a");
         let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         let Reply(_, page, _) = front.answer("GET", M3MT, accept, "");
         assert_eq!(page["kind"], "PartialObjectMetadataList");

@@ -53,29 +53,25 @@ impl Api {
     /// Holds `object`, giving it the uid, resourceVersion and creationTimestamp the API server
     /// writes when it lacks them.
     pub fn hold(&mut self, mut object: Value) -> Result<(), String> {
-        let text = |o: &Value, pointer: &str| {
-            o.pointer(pointer)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        let (Some(api_version), Some(kind), Some(name)) = (
-            text(&object, "/apiVersion"),
-            text(&object, "/kind"),
-            text(&object, "/metadata/name"),
-        ) else {
-            return Err(format!(
-                "every object needs apiVersion, kind and metadata.name; this one has not: {object}"
-            ));
+        let text = |o: &Value, at: &str| o.pointer(at).and_then(Value::as_str).map(String::from);
+        let [Some(api_version), Some(kind), Some(name)] =
+            ["/apiVersion", "/kind", "/metadata/name"].map(|at| text(&object, at))
+        else {
+            let missing = "every object needs apiVersion, kind and metadata.name; this one has not";
+            return Err(format!("{missing}: {object}"));
         };
         self.revision += 1;
-        let revision = self.revision;
+        let uid = json!(format!("00000000-0000-4000-8000-{:012}", self.revision));
+        let written = [
+            ("uid", uid),
+            ("resourceVersion", json!(self.revision.to_string())),
+        ];
+        let created = ("creationTimestamp", json!("2025-01-01T00:00:00Z"));
         if let Some(meta) = object["metadata"].as_object_mut() {
-            let uid = format!("00000000-0000-4000-8000-{revision:012}");
-            meta.entry("uid").or_insert(json!(uid));
-            meta.entry("resourceVersion")
-                .or_insert(json!(revision.to_string()));
-            meta.entry("creationTimestamp")
-                .or_insert(json!("2025-01-01T00:00:00Z"));
+            written
+                .into_iter()
+                .chain([created])
+                .for_each(|(k, v)| _ = meta.entry(k).or_insert(v));
         }
         let namespace = text(&object, "/metadata/namespace").unwrap_or_default();
         self.held
@@ -120,16 +116,14 @@ impl Api {
         kind: &str,
     ) -> Result<(Option<Kind>, &'v str), String> {
         let served = self.served();
-        let kinds = served
-            .get(api_version)
-            .ok_or_else(|| kube::no_such_group_version(api_version, kind))?;
+        let not_served = || kube::no_such_group_version(api_version, kind);
+        let kinds = served.get(api_version).ok_or_else(not_served)?;
         if !kinds.contains(kind) {
             return Err(kube::no_such_kind(api_version, kind));
         }
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-        let simulated = Kind::ALL
-            .into_iter()
-            .find(|k| k.group() == group && k.name() == kind);
+        let simulated = |k: &Kind| k.group() == group && k.name() == kind;
+        let simulated = Kind::ALL.into_iter().find(simulated);
         Ok((simulated, version))
     }
 
@@ -293,7 +287,6 @@ impl Responder for ApiHost {
 mod tests {
     use super::objects::{MsSpec, Obj, Ref, Spec};
     use super::*;
-    use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 
     /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, one MachineSet, and a held policy.
     fn api() -> Api {
@@ -322,10 +315,8 @@ mod tests {
     fn list(api_version: &str, kind: &str, masks: &[&str]) -> Result<Vec<Value>, String> {
         let masks = masks.iter().map(|m| m.to_string()).collect();
         let items = api().list((api_version, kind), Some(NAMESPACE), "")?;
-        Ok(items
-            .iter()
-            .map(|o| kube::apply_masks(o, Some(&masks)))
-            .collect())
+        let masked = |o: &Value| kube::apply_masks(o, Some(&masks));
+        Ok(items.iter().map(masked).collect())
     }
 
     #[test]
@@ -334,38 +325,27 @@ mod tests {
         let v2 = list("cluster.x-k8s.io/v1beta2", "MachineSet", &masks).unwrap();
         let reference = json!({"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "Metal3MachineTemplate", "name": "w-1"});
         let spec = json!({"template": {"spec": {"infrastructureRef": reference}}});
-        assert_eq!(
-            (&v2[0]["spec"], &v2[0]["status"]),
-            (&spec, &json!({"replicas": 2}))
-        );
+        let (spec_status, replicas) = ((&v2[0]["spec"], &v2[0]["status"]), json!({"replicas": 2}));
+        assert_eq!(spec_status, (&spec, &replicas));
         assert_eq!(v2[0]["metadata"]["managedFields"], json!([]));
         assert_eq!(v2[0]["metadata"]["ownerReferences"][0]["kind"], "Cluster");
         let v1 = list("cluster.x-k8s.io/v1beta1", "MachineSet", &masks[..1]).unwrap();
         // CAPM3 <= 1.12 serves its templates at v1beta1 only
-        let reference = &v1[0]["spec"]["template"]["spec"]["infrastructureRef"];
-        assert_eq!(
-            reference["apiVersion"],
-            "infrastructure.cluster.x-k8s.io/v1beta1"
-        );
+        let reference = &v1[0]["spec"]["template"]["spec"]["infrastructureRef"]["apiVersion"];
+        assert_eq!(reference, "infrastructure.cluster.x-k8s.io/v1beta1");
     }
 
     #[test]
     fn host_error_texts() {
-        let err = list(
+        let (infra, cp) = (
             "infrastructure.cluster.x-k8s.io/v1beta2",
-            "Metal3Machine",
-            &[],
-        );
-        let group_version =
-            "error finding resource infrastructure.cluster.x-k8s.io/v1beta2 / Metal3Machine";
-        assert_eq!(err.unwrap_err().split(':').next(), Some(group_version));
-        let err = list(
             "controlplane.cluster.x-k8s.io/v1beta2",
-            "RKE2ControlPlane",
-            &[],
         );
-        let kind = "Cannot find resource controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlane";
-        assert_eq!(err, Err(kind.into()));
+        let err = list(infra, "Metal3Machine", &[]).unwrap_err();
+        let group_version = format!("error finding resource {infra} / Metal3Machine");
+        assert_eq!(err.split(':').next(), Some(group_version.as_str()));
+        let kind = format!("Cannot find resource {cp}/RKE2ControlPlane");
+        assert_eq!(list(cp, "RKE2ControlPlane", &[]), Err(kind));
         let gvk = ("cluster.x-k8s.io/v1beta2", "Cluster");
         let missing = "Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'";
         assert_eq!(
@@ -377,10 +357,8 @@ mod tests {
         let gvk = ("cluster.x-k8s.io/v1beta2", "MachineSet");
         let ms = api().get(gvk, "md-1", Some(NAMESPACE)).unwrap();
         let ms = kube::apply_get_masks(&ms, Some(&masks));
-        assert_eq!(
-            (&ms["spec"], &ms["status"]),
-            (&Value::Null, &json!({"replicas": 2}))
-        );
+        let (spec, status) = (&ms["spec"], &ms["status"]);
+        assert_eq!((spec, status), (&Value::Null, &json!({"replicas": 2})));
         assert_eq!(ms["metadata"]["managedFields"][0]["manager"], "simulation");
         // an installed kind the simulation holds no objects of
         assert_eq!(list("cluster.x-k8s.io/v1beta2", "Machine", &[]), Ok(vec![]));
@@ -388,37 +366,26 @@ mod tests {
 
     #[test]
     fn the_crd_list_names_the_custom_kinds_at_their_served_versions() {
-        let mut host = ApiHost {
-            api: Arc::new(Mutex::new(api())),
-        };
-        let (api_version, kind) = (kube::CRD_API_VERSION.into(), kube::CRD_KIND.into());
-        let (label_selector, field_selector, field_masks) = (None, None, None);
-        let request = ListAllResourcesRequest {
-            api_version,
-            kind,
-            label_selector,
-            field_selector,
-            field_masks,
-        };
-        let request = KubeRequest::KubernetesListResourceAll(request);
-        let crds: Value = serde_json::from_slice(&host.respond(&request).unwrap()).unwrap();
-        let crds = crds["items"].as_array().unwrap();
+        let crd = (kube::CRD_API_VERSION, kube::CRD_KIND);
+        let crds = api().list(crd, None, "").unwrap();
         let names: Vec<&str> = crds
             .iter()
             .filter_map(|c| c["metadata"]["name"].as_str())
             .collect();
+        // a held kind of a custom group is a CRD too
+        let custom = [
+            "clusterclasses.cluster.x-k8s.io",
+            "clusteradmissionpolicies.policies.kubewarden.io",
+        ];
+        assert!(custom.iter().all(|c| names.contains(c)), "{names:?}");
+        // a built-in `*.k8s.io` kind is not; RKE2 is not installed in this release: no CRD, so
+        // the policy makes no call for it
         assert!(
-            names.contains(&"clusterclasses.cluster.x-k8s.io"),
+            !names
+                .iter()
+                .any(|n| n.ends_with(".k8s.io") || n.contains("rke2")),
             "{names:?}"
         );
-        // a held kind of a custom group is a CRD; a built-in `*.k8s.io` one is not
-        assert!(
-            names.contains(&"clusteradmissionpolicies.policies.kubewarden.io"),
-            "{names:?}"
-        );
-        assert!(!names.iter().any(|n| n.ends_with(".k8s.io")), "{names:?}");
-        // RKE2 is not installed in this release: no CRD, so the policy makes no call for it
-        assert!(!names.iter().any(|n| n.contains("rke2")), "{names:?}");
         let m3mt = crds
             .iter()
             .find(|c| c["spec"]["names"]["kind"] == "Metal3MachineTemplate");

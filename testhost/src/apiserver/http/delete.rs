@@ -1,11 +1,9 @@
 //! A DELETE as kube-apiserver v1.33 handles it: preconditions, the validating webhook (the policy
 //! run in process, its failurePolicy, Kubewarden's monitor mode), finalizers and dry run.
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 
-use super::{bad_request, now, status, Front, Reply, Target};
+use super::{bad_request, now, status, Front, Query, Reply, Target};
 use crate::admission::ValidateRequest;
 use crate::host::lock;
 
@@ -15,12 +13,7 @@ impl Front {
     /// validating webhook, then the object is gone or, with finalizers, gets a
     /// deletionTimestamp. A dry run (query `dryRun=All` or DeleteOptions `dryRun: [All]`) changes
     /// nothing.
-    pub(super) fn delete(
-        &self,
-        target: &Target,
-        query: &BTreeMap<String, String>,
-        body: &str,
-    ) -> Reply {
+    pub(super) fn delete(&self, target: &Target, query: &Query, body: &str) -> Reply {
         let options: Value = match body.trim() {
             "" => json!({}),
             body => match serde_json::from_str(body) {
@@ -52,10 +45,9 @@ impl Front {
                 return target.status(409, "Conflict", message);
             }
         }
+        let all = |d: &Vec<Value>| d.contains(&json!("All"));
         let dry_run = query.get("dryRun").is_some_and(|d| d == "All")
-            || options["dryRun"]
-                .as_array()
-                .is_some_and(|d| d.contains(&json!("All")));
+            || options["dryRun"].as_array().is_some_and(all);
         if target.kind.ends_with("Template") {
             drop(api);
             let review = review(target, &object, dry_run, &options);
@@ -64,9 +56,8 @@ impl Front {
             }
             api = lock(&self.api);
         }
-        let finalizers = object["metadata"]["finalizers"]
-            .as_array()
-            .is_some_and(|f| !f.is_empty());
+        let finalizers = &object["metadata"]["finalizers"];
+        let finalizers = finalizers.as_array().is_some_and(|f| !f.is_empty());
         let done = match (dry_run, finalizers) {
             (true, _) => "dry run",
             (false, true) => {
@@ -117,12 +108,8 @@ impl Front {
             true => format!("{denied} without explanation"),
             false => format!("{denied}: {message}"),
         };
-        Some(status(
-            refusal.code.unwrap_or(400).max(400),
-            "",
-            message,
-            Value::Null,
-        ))
+        let code = refusal.code.unwrap_or(400).max(400);
+        Some(status(code, "", message, Value::Null))
     }
 }
 
@@ -165,17 +152,11 @@ mod tests {
         assert_eq!((dry.0, get(&front, &format!("{M3MT}/a")).0), (200, 200));
         let Reply(code, marked, _) = front.answer("DELETE", &format!("{M3MT}/b"), "", "");
         assert!(code == 200 && marked["metadata"]["deletionTimestamp"].is_string());
-        let Reply(code, _, _) = front.answer(
-            "DELETE",
-            &format!("{M3MT}/a"),
-            "",
-            &format!(r#"{{"preconditions": {{"uid": "{uid}"}}}}"#),
-        );
+        let pre = format!(r#"{{"preconditions": {{"uid": "{uid}"}}}}"#);
+        let Reply(code, _, _) = front.answer("DELETE", &format!("{M3MT}/a"), "", &pre);
         let Reply(gone, status, _) = get(&front, &format!("{M3MT}/a"));
         assert_eq!((code, gone), (200, 404));
-        assert_eq!(
-            status["message"],
-            "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\" not found"
-        );
+        let message = "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\" not found";
+        assert_eq!(status["message"], message);
     }
 }
