@@ -161,9 +161,8 @@ impl Front {
             let kind = fault
                 .strip_prefix("delete:")
                 .and_then(|f| f.strip_suffix("=recreate"));
-            let wrong =
-                || anyhow!("--fault {fault}: the only fault served is delete:KIND=recreate");
-            kind.map(str::to_string).ok_or_else(wrong)
+            let wrong = format!("--fault {fault}: the only fault served is delete:KIND=recreate");
+            kind.map(str::to_string).ok_or(anyhow!(wrong))
         });
         let recreate = recreate.collect::<Result<_>>()?;
         Ok(Front {
@@ -175,17 +174,11 @@ impl Front {
     }
 
     fn answer(&self, method: &str, url: &str, accept: &str, body: &str) -> Reply {
-        let decode = |s: &str| {
-            percent_decode_str(&s.replace('+', " "))
-                .decode_utf8_lossy()
-                .into()
-        };
+        let decode =
+            |s: &str| String::from(percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy());
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
-        let query: Query = query
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .map(|(k, v)| (decode(k), decode(v)))
-            .collect();
+        let pairs = query.split('&').filter_map(|pair| pair.split_once('='));
+        let query: Query = pairs.map(|(k, v)| (decode(k), decode(v))).collect();
         let parts: Vec<String> = path
             .split('/')
             .filter(|p| !p.is_empty())
@@ -294,17 +287,13 @@ fn groups(served: &BTreeMap<String, BTreeSet<String>>) -> Value {
     for (group, version) in served.keys().filter_map(|v| v.split_once('/')) {
         groups.entry(group).or_default().push(version);
     }
-    let groups: Vec<Value> = groups
-        .into_iter()
-        .map(|(group, mut versions)| {
-            versions.sort_by_key(|v| kube::priority(v));
-            let versions: Vec<Value> = versions
-                .iter()
-                .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
-                .collect();
-            json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
-        })
-        .collect();
+    let group = |(group, mut versions): (&str, Vec<&str>)| {
+        versions.sort_by_key(|v| kube::priority(v));
+        let version = |v: &&str| json!({"groupVersion": format!("{group}/{v}"), "version": v});
+        let versions: Vec<Value> = versions.iter().map(version).collect();
+        json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
+    };
+    let groups: Vec<Value> = groups.into_iter().map(group).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -312,16 +301,12 @@ fn groups(served: &BTreeMap<String, BTreeSet<String>>) -> Value {
 pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
     let state = std::fs::read_to_string(&args.state)
         .with_context(|| format!("cannot read the state file {}", args.state.display()))?;
-    let objects: Vec<Value> = serde_json::from_str(&state).with_context(|| {
-        format!(
-            "{} must be a JSON array of Kubernetes objects",
-            args.state.display()
-        )
-    })?;
+    let file = args.state.display();
+    let not_json = || format!("{file} must be a JSON array of Kubernetes objects");
+    let objects: Vec<Value> = serde_json::from_str(&state).with_context(not_json)?;
     let mut api = Api::default();
     for object in objects {
-        api.hold(object)
-            .map_err(|e| anyhow!("{}: {e}", args.state.display()))?;
+        api.hold(object).map_err(|e| anyhow!("{file}: {e}"))?;
     }
     let api = Arc::new(Mutex::new(api));
     let policy = match &args.policy {

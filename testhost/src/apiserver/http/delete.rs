@@ -37,10 +37,8 @@ impl Front {
         // the registry's InterpretDeleteError
         for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
             let have = object["metadata"][field].as_str().unwrap_or_default();
-            if let Some(want) = options["preconditions"][field]
-                .as_str()
-                .filter(|w| *w != have)
-            {
+            let want = options["preconditions"][field].as_str();
+            if let Some(want) = want.filter(|w| *w != have) {
                 let message = format!("Operation cannot be fulfilled on {} \"{}\": Precondition failed: {label} in precondition: {want}, {label} in object meta: {have}", target.resource(), target.name);
                 return target.status(409, "Conflict", message);
             }
@@ -86,8 +84,8 @@ impl Front {
             let reason = format!("failed calling webhook \"{name}\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard\": dial tcp: connect: connection refused");
             let details = json!({"causes": [{"message": reason}]});
             let message = format!("Internal error occurred: {reason}");
-            return (self.args.failure_policy == "Fail")
-                .then(|| status(500, "InternalError", message, details));
+            let fail = self.args.failure_policy == "Fail";
+            return fail.then(|| status(500, "InternalError", message, details));
         };
         let response = match ValidateRequest::build(&review) {
             Ok(request) => policy.validate(&request, settings),
