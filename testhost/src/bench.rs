@@ -1,7 +1,7 @@
 //! `testhost bench`: times `validate` inside the compiled module on namespaces built from the
-//! simulation's objects and served by the simulation's API server ([`crate::simulate::api`]), so
-//! the bench sees every referrer kind the simulation renders, at the versions a release serves.
-//! See [`bench`].
+//! API server model's objects and served by that model ([`crate::apiserver`]), the one the
+//! simulation uses, so the bench sees every referrer kind the simulation renders, at the versions
+//! a release serves. See [`bench`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::process::ExitCode;
@@ -162,7 +162,7 @@ struct Traffic {
     bytes: u64,
 }
 
-/// The simulation's API server, its answers kept like the policy server's caches (the objects
+/// The API server model, its answers kept like the policy server's caches (the objects
 /// do not change during a bench), counting calls and bytes.
 struct CachedHost {
     host: ApiHost,
@@ -185,7 +185,7 @@ impl Responder for CachedHost {
     }
 }
 
-/// The policy, loaded with the simulation's API server for one release line behind its calls.
+/// The policy, loaded with the API server model for one release line behind its calls.
 struct Bench {
     policy: Policy,
     traffic: Arc<Mutex<Traffic>>,
@@ -202,11 +202,12 @@ impl Bench {
         let mut api = Api::new(line);
         api.stores[0] = store.clone();
         api.ignore_masks = !masks;
-        let traffic = Arc::new(Mutex::new(Traffic::default()));
+        let (traffic, api) = (
+            Arc::new(Mutex::new(Traffic::default())),
+            Arc::new(Mutex::new(api)),
+        );
         let host = CachedHost {
-            host: ApiHost {
-                api: Arc::new(Mutex::new(api)),
-            },
+            host: ApiHost { api },
             cache: HashMap::new(),
             traffic: traffic.clone(),
         };
@@ -272,11 +273,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 /// The validate payload of `operation` on `obj`, at the newest version `line` serves.
 fn payload(operation: &str, obj: &Obj, line: &Installed) -> Result<Vec<u8>> {
-    let version = if line.serves(obj.kind, "v1beta2") {
-        "v1beta2"
-    } else {
-        "v1beta1"
-    };
+    let version = ["v1beta1", "v1beta2"][usize::from(line.serves(obj.kind, "v1beta2"))];
     let user = "system:serviceaccount:capi-system:capi-manager";
     let (request, _) = admission_request(operation, obj, version, line, "bench", user);
     Ok(ValidateRequest::build(&request)?.payload(&json!({})))
