@@ -6,14 +6,13 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kube::api::ApiResource;
-use serde_json::Value;
 use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups,
     webhook_configuration_name,
 };
 use template_cleanup_core::select::{candidate, Skip, Template};
-use template_cleanup_core::{Kind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
+use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
@@ -199,7 +198,7 @@ async fn prepare(
                 .await
                 .map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
             for item in items {
-                let template = template(kind, &item, now)?;
+                let template = Template::from_listed(kind, &item, now)?;
                 templates.insert(
                     (
                         kind.resource(),
@@ -251,50 +250,4 @@ async fn prepare(
         report.outcome(line, outcome);
     }
     Ok(candidates)
-}
-
-/// A listed object as a [`Template`]; an object without a creation time counts as created now.
-fn template(kind: &Kind, item: &Value, now: i64) -> Result<Template, String> {
-    let field = |p: &str| {
-        item.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
-    if name.is_empty()
-        || field("/metadata/uid").is_empty()
-        || field("/metadata/resourceVersion").is_empty()
-    {
-        return Err(format!(
-            "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}).",
-            kind.resource()
-        ));
-    }
-    let created = item
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-        .map_or(now, |t| t.as_second());
-    let labels = item
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(Template {
-        kind: kind.clone(),
-        namespace,
-        name,
-        uid: field("/metadata/uid"),
-        resource_version: field("/metadata/resourceVersion"),
-        labels,
-        created,
-        deleting: item
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|v| !v.is_null()),
-    })
 }

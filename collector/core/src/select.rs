@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::declared::Declared;
 use crate::{Kind, ObjectRef, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
@@ -38,6 +39,52 @@ impl Template {
     /// Its age at `now`, in seconds (0 for a clock behind the API server's).
     pub fn age(&self, now: i64) -> i64 {
         (now - self.created).max(0)
+    }
+
+    /// An object of `kind` as the API server lists it (JSON); an object without a creation time
+    /// counts as created at `now`. A listed object without name, uid or resourceVersion is an
+    /// error: the DELETE's preconditions need the last two.
+    pub fn from_listed(kind: &Kind, item: &Value, now: i64) -> Result<Self, String> {
+        let field = |p: &str| {
+            item.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
+        let (uid, resource_version) = (field("/metadata/uid"), field("/metadata/resourceVersion"));
+        if name.is_empty() || uid.is_empty() || resource_version.is_empty() {
+            return Err(format!(
+                "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}).",
+                kind.resource()
+            ));
+        }
+        let created = item
+            .pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map_or(now, |t| t.as_second());
+        let labels = item
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Template {
+            kind: kind.clone(),
+            namespace,
+            name,
+            uid,
+            resource_version,
+            labels,
+            created,
+            deleting: item
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|v| !v.is_null()),
+        })
     }
 }
 

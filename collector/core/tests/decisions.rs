@@ -139,3 +139,42 @@ status:
         "Flux Kustomization n/k: inventory id \"nounderscores\" is not <namespace>_<name>_<group>_<Kind>."
     );
 }
+
+/// The pass's clock in the table below, after 2026-01-01.
+const NOW: i64 = 1_767_300_000;
+
+/// A listed object as a template: its creation time parsed (none: created now), its labels, its
+/// deletionTimestamp; without name, uid or resourceVersion it is an error (the DELETE's
+/// preconditions need them).
+#[rstest]
+#[case::parsed(json!({"creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}}), Ok((1_767_225_600, false, 1)))]
+#[case::no_creation_time_is_now(json!({}), Ok((NOW, false, 0)))]
+#[case::being_deleted(json!({"deletionTimestamp": "2026-01-01T00:00:00Z"}), Ok((NOW, true, 0)))]
+#[case::null_deletion_time(json!({"deletionTimestamp": null}), Ok((NOW, false, 0)))]
+#[case::no_uid(json!({"uid": null}), Err(()))]
+#[case::no_resource_version(json!({"resourceVersion": ""}), Err(()))]
+#[case::no_name(json!({"name": null}), Err(()))]
+fn a_listed_object_as_a_template(
+    #[case] metadata: Value,
+    #[case] want: Result<(i64, bool, usize), ()>,
+) {
+    let mut item = json!({"metadata": {"namespace": "edge", "name": "t1", "uid": "u", "resourceVersion": "7"}});
+    for (key, value) in metadata.as_object().into_iter().flatten() {
+        item["metadata"][key] = value.clone();
+    }
+    match (Template::from_listed(&m3mt("v1beta2"), &item, NOW), want) {
+        (Ok(t), Ok((created, deleting, labels))) => {
+            assert_eq!((t.created, t.deleting, t.labels.len()), (created, deleting, labels));
+            assert_eq!((t.uid.as_str(), t.resource_version.as_str()), ("u", "7"));
+            assert_eq!(t.kind, m3mt("v1beta2"));
+        }
+        (Err(e), Err(())) => assert_eq!(
+            e,
+            format!(
+                "the API server listed a metal3machinetemplates.{INFRA} without name, uid or resourceVersion (edge/{}).",
+                item["metadata"]["name"].as_str().unwrap_or("")
+            )
+        ),
+        (got, want) => panic!("got {got:?}, want {want:?}"),
+    }
+}

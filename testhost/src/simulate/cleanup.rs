@@ -14,6 +14,9 @@ use crate::apiserver::objects::*;
 
 /// The example's `--min-age`.
 const MIN_AGE: u64 = 600;
+/// The simulation's second 0 as the API server's timestamps show it (2026-11-01T00:00:00Z,
+/// apiserver/render.rs), in seconds since the epoch: the clock the listed templates are aged by.
+const START: i64 = 1_793_491_200;
 /// The guard's ClusterAdmissionPolicy (template-cleanup's default `--guard`).
 const GUARD: &str = "capi-template-guard";
 
@@ -22,10 +25,12 @@ pub struct CleanupJob;
 
 impl Actor for CleanupJob {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
+        let now = START + w.now as i64;
         let templates: Vec<(Ref, Template)> = w.read(|s| {
             let templates = s.objects.values().filter(|o| o.kind.is_template());
-            templates.map(|o| (o.to_ref(), listed(o))).collect()
-        });
+            let listed = |o: &Obj| Ok((o.to_ref(), listed(o, &w.sc.installed, now)?));
+            templates.map(listed).collect::<Result<_>>()
+        })?;
         // the declared state names objects as template-cleanup's listing does
         let mut declared = Declared::default();
         for (r, t) in &templates {
@@ -33,7 +38,6 @@ impl Actor for CleanupJob {
                 declared.insert(t.object_ref(), "the deploy tool");
             }
         }
-        let now = w.now as i64;
         let mut candidates = Vec::new();
         for (r, t) in templates {
             match select::candidate(&t, now, MIN_AGE as i64, &declared) {
@@ -65,23 +69,17 @@ impl Actor for CleanupJob {
     }
 }
 
-/// A template as template-cleanup lists it.
-fn listed(o: &Obj) -> Template {
-    Template {
-        kind: template_cleanup_core::Kind {
-            group: o.kind.group().into(),
-            version: "v1beta1".into(),
-            kind: o.kind.name().into(),
-            plural: crate::apiserver::kube::plural(o.kind.name()),
-        },
-        namespace: NAMESPACE.into(),
-        name: o.name.clone(),
-        uid: o.uid.to_string(),
-        resource_version: o.uid.to_string(),
-        labels: o.labels.clone(),
-        created: o.created as i64,
-        deleting: o.deleting.is_some(),
-    }
+/// A template as template-cleanup lists it: served at v1beta1 and read by the binary's own
+/// function.
+fn listed(o: &Obj, installed: &Installed, now: i64) -> Result<Template> {
+    let kind = template_cleanup_core::Kind {
+        group: o.kind.group().into(),
+        version: "v1beta1".into(),
+        kind: o.kind.name().into(),
+        plural: crate::apiserver::kube::plural(o.kind.name()),
+    };
+    let item = crate::apiserver::render::render(o, "v1beta1", installed);
+    Template::from_listed(&kind, &item, now).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]
