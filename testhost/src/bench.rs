@@ -18,7 +18,7 @@ use crate::apiserver::objects::*;
 use crate::apiserver::render::admission_request;
 use crate::apiserver::{Api, ApiHost};
 use crate::engine::{Policy, PolicyModule};
-use crate::host::{lock, ContextAwareResource, HostState, Responder};
+use crate::host::{lock, ContextAwareResource, Responder};
 use crate::session::KubeRequest;
 
 #[derive(Debug, Args)]
@@ -39,18 +39,10 @@ pub struct BenchArgs {
 /// then 1.11 or later with CAPM3 up to 1.12, then with CAPM3 1.13 or later and RKE2 0.22 or
 /// later. Timings are taken on the second.
 const LINES: [Installed; 3] = [
-    line(false, false, None),
-    line(true, false, None),
-    line(true, true, Some(true)),
+    Installed::new(false, false, None),
+    Installed::new(true, false, None),
+    Installed::new(true, true, Some(true)),
 ];
-
-const fn line(capi_v1beta2: bool, metal3_v1beta2: bool, rke2: Option<bool>) -> Installed {
-    Installed {
-        capi_v1beta2,
-        metal3_v1beta2,
-        rke2,
-    }
-}
 
 /// The template the DELETE asks for: owned by the last Cluster, named by its last MachineSet and
 /// cloned into that MachineSet's last Metal3Machine, so every referrer list is read to its end.
@@ -202,21 +194,15 @@ impl Bench {
         let mut api = Api::new(line);
         api.stores[0] = store.clone();
         api.ignore_masks = !masks;
-        let (traffic, api) = (
-            Arc::new(Mutex::new(Traffic::default())),
-            Arc::new(Mutex::new(api)),
-        );
+        let traffic = Arc::new(Mutex::new(Traffic::default()));
         let host = CachedHost {
-            host: ApiHost { api },
+            host: ApiHost {
+                api: Arc::new(Mutex::new(api)),
+            },
             cache: HashMap::new(),
             traffic: traffic.clone(),
         };
-        let state = HostState {
-            allow_list: allow_list.clone(),
-            responder: Some(Box::new(host)),
-            ..Default::default()
-        };
-        let policy = module.load_with_settings(state, &json!({}))?;
+        let policy = module.load_answered_by(allow_list, false, Box::new(host))?;
         Ok(Bench { policy, traffic })
     }
 

@@ -32,23 +32,14 @@ fn wat_bytes(text: &str) -> String {
 
 /// Emits the body of one guest function; `base` is where its data lives.
 fn body(behaviour: &Behaviour, base: u32, data: &mut Vec<(u32, String)>) -> String {
-    match behaviour {
-        Behaviour::Respond(text) => {
-            data.push((base, text.to_string()));
-            format!(
-                "(call $guest_response (i32.const {base}) (i32.const {})) (return (i32.const 1))",
-                text.len()
-            )
-        }
-        Behaviour::Fail(text) => {
-            data.push((base, text.to_string()));
-            format!(
-                "(call $guest_error (i32.const {base}) (i32.const {})) (return (i32.const 0))",
-                text.len()
-            )
-        }
-        Behaviour::Trap => "unreachable".to_string(),
-    }
+    let (call, ret, text) = match behaviour {
+        Behaviour::Respond(text) => ("guest_response", 1, text),
+        Behaviour::Fail(text) => ("guest_error", 0, text),
+        Behaviour::Trap => return "unreachable".to_string(),
+    };
+    data.push((base, text.to_string()));
+    let len = text.len();
+    format!("(call ${call} (i32.const {base}) (i32.const {len})) (return (i32.const {ret}))")
 }
 
 /// A waPC guest module (WAT text).
@@ -84,8 +75,9 @@ fn guest(settings: Behaviour, validate: Behaviour) -> Vec<u8> {
 const ACCEPT: &str = r#"{"accepted":true,"message":null,"code":null,"mutated_object":null,"audit_annotations":null,"warnings":null}"#;
 const VALID: Behaviour = Behaviour::Respond(r#"{"valid":true}"#);
 
-fn load(wasm: &[u8], state: HostState) -> Policy {
-    Policy::load(wasm, "guest.wat", false, state).unwrap()
+/// The guest `wasm`, loaded with a host that answers no calls.
+fn load(wasm: &[u8]) -> Policy {
+    Policy::load(wasm, "guest.wat", false, HostState::default()).unwrap()
 }
 
 /// The AdmissionResponse line of a CREATE of a Pod.
@@ -120,10 +112,10 @@ fn validate_answers_become_kwctls_response_line() {
             r#"{"uid":"uid-1","allowed":false,"status":{"message":"internal server error: invalid response from policy: invalid length 0, expected struct ValidationResponse with 6 elements at line 1 column 2","code":500},"auditAnnotations":null,"warnings":null}"#,
         ),
     ] {
-        let policy = load(&guest(VALID, answer), HostState::default());
+        let policy = load(&guest(VALID, answer));
         assert_eq!(output(&policy), line);
     }
-    let policy = load(&guest(VALID, Behaviour::Trap), HostState::default());
+    let policy = load(&guest(VALID, Behaviour::Trap));
     let out = output(&policy);
     assert!(
         out.contains(r#""message":"internal server error: Guest call failure: "#),
@@ -139,11 +131,8 @@ fn validate_answers_become_kwctls_response_line() {
 #[test]
 fn settings_answers_and_failures() {
     let validate = |settings: Behaviour| {
-        load(
-            &guest(settings, Behaviour::Respond(ACCEPT)),
-            HostState::default(),
-        )
-        .validate_settings(&json!({"replicas": -1}))
+        load(&guest(settings, Behaviour::Respond(ACCEPT)))
+            .validate_settings(&json!({"replicas": -1}))
     };
     assert!(validate(VALID).valid);
     let refused = validate(Behaviour::Respond(r#"{"valid":false,"message":"no"}"#));

@@ -15,7 +15,7 @@ use wasmtime_provider::wasmtime;
 use crate::admission::{
     AdmissionResponse, SettingsValidationResponse, ValidateRequest, ValidationResponse,
 };
-use crate::host::{lock, ContextAwareResource, HostState};
+use crate::host::{lock, ContextAwareResource, HostState, Responder};
 use crate::session::Replayer;
 
 /// The options of `kwctl run` that this project's tests pass.
@@ -112,11 +112,22 @@ impl PolicyModule {
         Policy::load(&self.wasm, &self.origin, true, state)
     }
 
-    /// Loads the module with `state` and checks that it accepts `settings`: how `bench` and
-    /// `simulate` and `apiserver` (with the defaults, `{}`) evaluate it.
-    pub fn load_with_settings(&self, state: HostState, settings: &Value) -> Result<Policy> {
-        let policy = self.load(state)?;
-        let validation = policy.validate_settings(settings);
+    /// Loads the module with `responder` answering the calls `allow_list` lets through, and
+    /// checks that it accepts the default settings (`{}`): how `bench`, `simulate` and
+    /// `apiserver` evaluate it.
+    pub fn load_answered_by(
+        &self,
+        allow_list: &BTreeSet<ContextAwareResource>,
+        verbose: bool,
+        responder: Box<dyn Responder>,
+    ) -> Result<Policy> {
+        let policy = self.load(HostState {
+            allow_list: allow_list.clone(),
+            verbose,
+            responder: Some(responder),
+            ..Default::default()
+        })?;
+        let validation = policy.validate_settings(&json!({}));
         if !validation.valid {
             bail!(
                 "Provided settings are not valid: {}",

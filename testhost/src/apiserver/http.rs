@@ -18,7 +18,7 @@ use tiny_http::{Header, Response, Server};
 
 use super::{kube, Api, ApiHost, Key};
 use crate::engine::{Policy, PolicyModule};
-use crate::host::{lock, HostState};
+use crate::host::lock;
 
 mod delete;
 
@@ -67,8 +67,8 @@ pub struct ApiServerArgs {
 
 /// A request's query parameters, decoded.
 type Query = BTreeMap<String, String>;
-/// The webhook's policy and settings; `None`: its policy server cannot be reached.
-type Webhook = Option<(Policy, Value)>;
+/// The webhook's policy (default settings); `None`: its policy server cannot be reached.
+type Webhook = Option<Policy>;
 
 /// An answer: status code, body (a string is sent as plain text), what was done (logged).
 #[derive(Debug)]
@@ -127,12 +127,12 @@ impl Target {
     }
 
     fn key(&self) -> Key {
-        let (v, k, n) = (&self.api_version, &self.kind, &self.name);
+        let namespace = self.namespace.clone().unwrap_or_default();
         (
-            v.into(),
-            k.into(),
-            self.namespace.clone().unwrap_or_default(),
-            n.into(),
+            self.api_version.clone(),
+            self.kind.clone(),
+            namespace,
+            self.name.clone(),
         )
     }
 
@@ -312,13 +312,8 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
     let policy = match &args.policy {
         Some(path) => {
             let module = PolicyModule::open(path)?;
-            let state = HostState {
-                allow_list: module.allow_list(true),
-                verbose,
-                responder: Some(Box::new(ApiHost { api: api.clone() })),
-                ..Default::default()
-            };
-            Some((module.load_with_settings(state, &json!({}))?, json!({})))
+            let host = Box::new(ApiHost { api: api.clone() });
+            Some(module.load_answered_by(&module.allow_list(true), verbose, host)?)
         }
         None => None,
     };

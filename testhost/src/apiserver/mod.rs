@@ -261,18 +261,14 @@ impl Responder for ApiHost {
             Ok(kube::list_answer(resource.0, resource.1, "1", items))
         };
         let answer = match request {
-            KubeRequest::KubernetesListResourceNamespace(r) => list(
-                Some(&r.namespace),
-                &r.label_selector,
-                &r.field_selector,
-                masks(&r.field_masks, ignore),
-            ),
-            KubeRequest::KubernetesListResourceAll(r) => list(
-                None,
-                &r.label_selector,
-                &r.field_selector,
-                masks(&r.field_masks, ignore),
-            ),
+            KubeRequest::KubernetesListResourceNamespace(r) => {
+                let (label, field, m) = (&r.label_selector, &r.field_selector, &r.field_masks);
+                list(Some(&r.namespace), label, field, masks(m, ignore))
+            }
+            KubeRequest::KubernetesListResourceAll(r) => {
+                let (label, field, m) = (&r.label_selector, &r.field_selector, &r.field_masks);
+                list(None, label, field, masks(m, ignore))
+            }
             KubeRequest::KubernetesGetResource(r) => api
                 .get(resource, &r.name, r.namespace.as_deref())
                 .map(|o| kube::apply_get_masks(&o, masks(&r.field_masks, ignore))),
@@ -290,12 +286,7 @@ mod tests {
 
     /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, one MachineSet, and a held policy.
     fn api() -> Api {
-        let (capi_v1beta2, metal3_v1beta2, rke2) = (true, false, None);
-        let mut api = Api::new(Installed {
-            capi_v1beta2,
-            metal3_v1beta2,
-            rke2,
-        });
+        let mut api = Api::new(Installed::new(true, false, None));
         let (infra, bootstrap) = (Kind::Metal3MachineTemplate, Kind::KubeadmConfigTemplate);
         let (infra, bootstrap) = (Ref::new(infra, "w-1"), Ref::new(bootstrap, "b-1"));
         let ms = MsSpec {

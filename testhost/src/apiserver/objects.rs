@@ -124,6 +124,14 @@ pub struct Installed {
 }
 
 impl Installed {
+    pub const fn new(capi_v1beta2: bool, metal3_v1beta2: bool, rke2: Option<bool>) -> Self {
+        Installed {
+            capi_v1beta2,
+            metal3_v1beta2,
+            rke2,
+        }
+    }
+
     pub fn provider_serves(&self, provider: Provider, version: &str) -> bool {
         let v2 = match provider {
             Provider::Capi => Some(self.capi_v1beta2),

@@ -5,9 +5,9 @@
 //! guard's refusal keeps the template, anything else fails the pass).
 
 use anyhow::Result;
-use template_cleanup_core::answer::{self, Outcome, Refused};
+use template_cleanup_core::answer::{self, Refused, TemplateOutcome};
 use template_cleanup_core::declared::Declared;
-use template_cleanup_core::select::{self, Skip, Template};
+use template_cleanup_core::select::{self, ListedTemplate, Skip};
 
 use super::world::{Actor, World};
 use crate::apiserver::objects::*;
@@ -17,7 +17,9 @@ const MIN_AGE: u64 = 600;
 /// The simulation's second 0 as the API server's timestamps show it (2026-11-01T00:00:00Z,
 /// apiserver/render.rs), in seconds since the epoch: the clock the listed templates are aged by.
 const START: i64 = 1_793_491_200;
-/// The guard's ClusterAdmissionPolicy (template-cleanup's default `--guard`).
+/// The policy named in the webhook's refusal and read back by `answer::classify`. One simulated
+/// guard answers every client, so it keeps the main guard's name; the real job's DELETEs meet
+/// examples/cleanup's copy, `capi-template-guard-cleanup` (template-cleanup's default `--guard`).
 const GUARD: &str = "capi-template-guard";
 
 #[derive(Debug, Default)]
@@ -26,7 +28,7 @@ pub struct CleanupJob;
 impl Actor for CleanupJob {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
         let now = START + w.now as i64;
-        let templates: Vec<(Ref, Template)> = w.read(|s| {
+        let templates: Vec<(Ref, ListedTemplate)> = w.read(|s| {
             let templates = s.objects.values().filter(|o| o.kind.is_template());
             let listed = |o: &Obj| Ok((o.to_ref(), listed(o, &w.sc.installed, now)?));
             templates.map(listed).collect::<Result<_>>()
@@ -35,7 +37,7 @@ impl Actor for CleanupJob {
         let mut declared = Declared::default();
         for (r, t) in &templates {
             if w.status.declared.contains(r) {
-                declared.insert(t.object_ref(), "the deploy tool");
+                declared.insert(t.declared_object(), "the deploy tool");
             }
         }
         let mut candidates = Vec::new();
@@ -60,7 +62,7 @@ impl Actor for CleanupJob {
                 ),
                 causes: Vec::new(),
             });
-            if let Outcome::Failed(why) = answer::classify(GUARD, refused.as_ref()) {
+            if let TemplateOutcome::Failed(why) = answer::classify(GUARD, refused.as_ref()) {
                 w.m.cleanup_failed += 1;
                 w.ev(|| format!("template-cleanup: {r}: {why}: the pass fails"));
             }
@@ -71,15 +73,15 @@ impl Actor for CleanupJob {
 
 /// A template as template-cleanup lists it: served at v1beta1 and read by the binary's own
 /// function.
-fn listed(o: &Obj, installed: &Installed, now: i64) -> Result<Template> {
-    let kind = template_cleanup_core::Kind {
+fn listed(o: &Obj, installed: &Installed, now: i64) -> Result<ListedTemplate> {
+    let kind = template_cleanup_core::ServedKind {
         group: o.kind.group().into(),
         version: "v1beta1".into(),
         kind: o.kind.name().into(),
         plural: crate::apiserver::kube::plural(o.kind.name()),
     };
     let item = crate::apiserver::render::render(o, "v1beta1", installed);
-    Template::from_listed(&kind, &item, now).map_err(anyhow::Error::msg)
+    ListedTemplate::from_listed(&kind, &item, now).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]

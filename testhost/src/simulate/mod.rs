@@ -37,7 +37,6 @@ use tabled::settings::{object::Columns, Alignment, Style};
 
 use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
-use crate::host::HostState;
 
 use crate::apiserver::{Api, ApiHost};
 use scenario::{Deployer, Lifecycle, Metrics, Scenario};
@@ -138,13 +137,8 @@ pub fn run(args: SimulateArgs, verbose: bool) -> Result<ExitCode> {
     // the module as one worker loads it, answered from its own simulated cluster
     let load = || -> Result<(Policy, Arc<Mutex<Api>>)> {
         let api = Arc::new(Mutex::new(Api::default()));
-        let state = HostState {
-            allow_list: allow_list.clone(),
-            verbose,
-            responder: Some(Box::new(ApiHost { api: api.clone() })),
-            ..Default::default()
-        };
-        Ok((module.load_with_settings(state, &json!({}))?, api))
+        let host = Box::new(ApiHost { api: api.clone() });
+        Ok((module.load_answered_by(&allow_list, verbose, host)?, api))
     };
 
     if let Some(seed) = args.seed {

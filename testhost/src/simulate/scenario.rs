@@ -173,11 +173,7 @@ impl Scenario {
         let mut sc = Scenario {
             deployer,
             lifecycle,
-            installed: Installed {
-                capi_v1beta2,
-                metal3_v1beta2,
-                rke2,
-            },
+            installed: Installed::new(capi_v1beta2, metal3_v1beta2, rke2),
             cp_kind,
             cp_replicas: if rng.chance(50) { 1 } else { 3 },
             cp_surge: if rng.chance(50) { 1 } else { 0 },

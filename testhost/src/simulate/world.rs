@@ -272,14 +272,8 @@ impl<'a> World<'a> {
             if !verdict.allowed {
                 self.m.refused += 1;
                 // formatted only when a trace is kept: refusals are frequent
-                let refused = || {
-                    let kind = kind.name();
-                    format!(
-                        "{user}: DELETE {kind} {name} REFUSED: {}",
-                        verdict.refusal()
-                    )
-                };
-                self.ev(refused);
+                let (kind, v) = (kind.name(), &verdict);
+                self.ev(|| format!("{user}: DELETE {kind} {name} REFUSED: {}", v.refusal()));
                 return Ok(Some(verdict));
             }
         }

@@ -80,7 +80,7 @@ impl Front {
     /// (webhook/validating/dispatcher.go; webhook/errors.go, `ErrCallingWebhook`).
     fn admit(&self, review: Value) -> Option<Reply> {
         let name = &self.args.webhook;
-        let Some((policy, settings)) = &self.policy else {
+        let Some(policy) = &self.policy else {
             let reason = format!("failed calling webhook \"{name}\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard\": dial tcp: connect: connection refused");
             let details = json!({"causes": [{"message": reason}]});
             let message = format!("Internal error occurred: {reason}");
@@ -88,7 +88,7 @@ impl Front {
             return fail.then(|| status(500, "InternalError", message, details));
         };
         let response = match ValidateRequest::build(&review) {
-            Ok(request) => policy.validate(&request, settings),
+            Ok(request) => policy.validate(&request, &json!({})),
             Err(e) => return Some(bad_request(format!("{e:#}"))),
         };
         let refusal = response.status.unwrap_or_default();
