@@ -16,8 +16,8 @@ use kube::Client;
 use serde_json::Value;
 use template_cleanup_core::answer::Refused;
 use template_cleanup_core::guard::Served;
-use template_cleanup_core::select::Template;
-use template_cleanup_core::Kind;
+use template_cleanup_core::select::ListedTemplate;
+use template_cleanup_core::ServedKind;
 use tower::retry::{Policy, RetryLayer};
 use tower::timeout::TimeoutLayer;
 use tower::BoxError;
@@ -194,7 +194,7 @@ impl Cluster {
     /// A namespaced object by name; `Ok(None)` when the API server says 404.
     pub async fn get(
         &self,
-        kind: &Kind,
+        kind: &ServedKind,
         namespace: &str,
         name: &str,
     ) -> Result<Option<Value>, CallError> {
@@ -226,7 +226,7 @@ impl Cluster {
                     .await?;
                 for r in list.resources.iter().filter(|r| !r.name.contains('/')) {
                     out.push(Served {
-                        kind: Kind {
+                        kind: ServedKind {
                             group: group.name.clone(),
                             version: version.version.clone(),
                             kind: r.kind.clone(),
@@ -245,7 +245,7 @@ impl Cluster {
     /// namespaces), as JSON, following `continue` across pages.
     pub async fn list(
         &self,
-        kind: &Kind,
+        kind: &ServedKind,
         namespaces: Option<&[String]>,
         selector: &str,
     ) -> Result<Vec<Value>, CallError> {
@@ -287,7 +287,11 @@ impl Cluster {
     /// resourceVersion, a server-side dry run when asked. Never a grace period, never a finalizer
     /// change. `Ok(true)`: 2xx, and finalizers are pending (the answer is the object, with
     /// `metadata.deletionTimestamp` set); `Ok(false)`: 2xx, gone.
-    pub async fn delete(&self, template: &Template, dry_run: bool) -> Result<bool, CallError> {
+    pub async fn delete(
+        &self,
+        template: &ListedTemplate,
+        dry_run: bool,
+    ) -> Result<bool, CallError> {
         self.delete_object(
             &template.kind,
             &template.namespace,
@@ -305,7 +309,7 @@ impl Cluster {
     /// read.
     pub async fn probe_delete(
         &self,
-        kind: &Kind,
+        kind: &ServedKind,
         namespace: &str,
         name: &str,
         uid: &str,
@@ -320,7 +324,7 @@ impl Cluster {
 
     async fn delete_object(
         &self,
-        kind: &Kind,
+        kind: &ServedKind,
         namespace: &str,
         name: &str,
         preconditions: Preconditions,
@@ -396,7 +400,7 @@ impl Cluster {
     }
 }
 
-pub fn api_resource(kind: &Kind) -> ApiResource {
+pub fn api_resource(kind: &ServedKind) -> ApiResource {
     ApiResource {
         group: kind.group.clone(),
         version: kind.version.clone(),

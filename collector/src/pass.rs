@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kube::api::ApiResource;
-use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome};
+use template_cleanup_core::answer::{classify, webhook_unreachable, TemplateOutcome};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups,
     webhook_configuration_name,
 };
-use template_cleanup_core::select::{candidate, Skip, Template};
+use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 use crate::api::{CallError, Cluster};
@@ -133,11 +133,11 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
     let mut stopped = false;
     for (template, line) in candidates {
         if stopped {
-            report.outcome(line, Outcome::NotTried);
+            report.outcome(line, TemplateOutcome::NotTried);
             continue;
         }
         let outcome = match cluster.delete(&template, options.dry_run).await {
-            Ok(true) => Outcome::DeletionStarted,
+            Ok(true) => TemplateOutcome::DeletionStarted,
             Ok(false) => classify(&options.guard, None),
             Err(CallError::Refused(refused)) => {
                 stopped = webhook_unreachable(&refused);
@@ -146,7 +146,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
             Err(CallError::Other(text)) => {
                 // a timeout or a lost connection: the next DELETE would wait as long
                 stopped = true;
-                Outcome::Failed(text)
+                TemplateOutcome::Failed(text)
             }
         };
         report.outcome(line, outcome);
@@ -160,7 +160,7 @@ async fn prepare(
     o: &Options,
     now: i64,
     report: &mut Report,
-) -> Result<Vec<(Template, Line)>, String> {
+) -> Result<Vec<(ListedTemplate, Line)>, String> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), &o.guard)
         .await
@@ -198,7 +198,7 @@ async fn prepare(
                 .await
                 .map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
             for item in items {
-                let template = Template::from_listed(kind, &item, now)?;
+                let template = ListedTemplate::from_listed(kind, &item, now)?;
                 templates.insert(
                     (
                         kind.resource(),
@@ -232,7 +232,7 @@ async fn prepare(
         };
         match verdict {
             Ok(()) => candidates.push((template, line)),
-            Err(skip) => left.push((line, Outcome::Left(skip))),
+            Err(skip) => left.push((line, TemplateOutcome::Left(skip))),
         }
     }
     // the proof that the guard judges comes last, right before the first DELETE

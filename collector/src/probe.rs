@@ -6,7 +6,7 @@ use template_cleanup_core::guard::Served;
 use template_cleanup_core::probe::{
     judge, named_by_machine_deployment, not_a_proof, owning_clusters, Probe,
 };
-use template_cleanup_core::Kind;
+use template_cleanup_core::ServedKind;
 
 use crate::api::{CallError, Cluster};
 
@@ -21,7 +21,7 @@ pub async fn run(
     cluster: &Cluster,
     guard: &str,
     served: &[Served],
-    kinds: &[Kind],
+    kinds: &[ServedKind],
     namespaces: Option<&[String]>,
     unseen: &[String],
 ) -> Result<String, String> {

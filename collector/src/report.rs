@@ -2,7 +2,7 @@
 //! document; and its exit code.
 
 use serde::Serialize;
-use template_cleanup_core::answer::Outcome;
+use template_cleanup_core::answer::TemplateOutcome;
 
 /// Every candidate was deleted, kept, left or already gone.
 pub const OK: u8 = 0;
@@ -35,7 +35,7 @@ pub struct Line {
     pub namespace: String,
     pub name: String,
     pub age_seconds: i64,
-    /// [`Outcome::verdict`].
+    /// [`TemplateOutcome::verdict`].
     pub verdict: &'static str,
     /// Why it was kept or left, or what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,20 +116,20 @@ impl Report {
     }
 
     /// Records and prints one template's outcome.
-    pub fn outcome(&mut self, mut line: Line, outcome: Outcome) {
+    pub fn outcome(&mut self, mut line: Line, outcome: TemplateOutcome) {
         self.print_sources();
         line.verdict = outcome.verdict(self.dry_run);
         line.detail = outcome.detail();
         let c = &mut self.counts;
         *match outcome {
-            Outcome::Deleted => &mut c.deleted,
-            Outcome::DeletionStarted => &mut c.deletion_started,
-            Outcome::KeptByGuard(_) => &mut c.kept,
-            Outcome::Left(_) => &mut c.left,
-            Outcome::Gone => &mut c.already_gone,
-            Outcome::Changed(_) => &mut c.changed,
-            Outcome::Failed(_) => &mut c.failed,
-            Outcome::NotTried => &mut c.not_tried,
+            TemplateOutcome::Deleted => &mut c.deleted,
+            TemplateOutcome::DeletionStarted => &mut c.deletion_started,
+            TemplateOutcome::KeptByGuard(_) => &mut c.kept,
+            TemplateOutcome::Left(_) => &mut c.left,
+            TemplateOutcome::Gone => &mut c.already_gone,
+            TemplateOutcome::Changed(_) => &mut c.changed,
+            TemplateOutcome::Failed(_) => &mut c.failed,
+            TemplateOutcome::NotTried => &mut c.not_tried,
         } += 1;
         self.print(&template_line(&line));
         self.templates.push(line);
@@ -254,25 +254,32 @@ mod tests {
     /// Each outcome: its line, the count it adds to (in the closing line's order: deleted,
     /// deletion started, kept, left, already gone, changed, failed, not tried) and the exit code.
     #[rstest]
-    #[case(false, Outcome::Deleted, "deleted         ", "", 0, OK)]
-    #[case(true, Outcome::Deleted, "would delete    ", "", 0, OK)]
-    #[case(false, Outcome::DeletionStarted, "deletion started", "", 1, OK)]
-    #[case(true, Outcome::DeletionStarted, "would start deletion", "", 1, OK)]
-    #[case(false, Outcome::KeptByGuard("t is referenced by MachineSet ms".into()), "kept            ", ": t is referenced by MachineSet ms", 2, OK)]
+    #[case(false, TemplateOutcome::Deleted, "deleted         ", "", 0, OK)]
+    #[case(true, TemplateOutcome::Deleted, "would delete    ", "", 0, OK)]
+    #[case(false, TemplateOutcome::DeletionStarted, "deletion started", "", 1, OK)]
+    #[case(
+        true,
+        TemplateOutcome::DeletionStarted,
+        "would start deletion",
+        "",
+        1,
+        OK
+    )]
+    #[case(false, TemplateOutcome::KeptByGuard("t is referenced by MachineSet ms".into()), "kept            ", ": t is referenced by MachineSet ms", 2, OK)]
     #[case(
         false,
-        Outcome::Left(Skip::TooYoung),
+        TemplateOutcome::Left(Skip::TooYoung),
         "left            ",
         ": younger than --min-age",
         3,
         OK
     )]
-    #[case(false, Outcome::Gone, "already gone    ", "", 4, OK)]
-    #[case(false, Outcome::Changed("the UID in the precondition (a) does not match".into()), "changed         ", ": changed since it was listed, the next pass looks again (the UID in the precondition (a) does not match)", 5, OK)]
-    #[case(false, Outcome::Failed("403 Forbidden: no".into()), "failed          ", ": 403 Forbidden: no", 6, FAILED)]
+    #[case(false, TemplateOutcome::Gone, "already gone    ", "", 4, OK)]
+    #[case(false, TemplateOutcome::Changed("the UID in the precondition (a) does not match".into()), "changed         ", ": changed since it was listed, the next pass looks again (the UID in the precondition (a) does not match)", 5, OK)]
+    #[case(false, TemplateOutcome::Failed("403 Forbidden: no".into()), "failed          ", ": 403 Forbidden: no", 6, FAILED)]
     #[case(
         false,
-        Outcome::NotTried,
+        TemplateOutcome::NotTried,
         "not tried       ",
         ": the pass stopped: the guard's webhook could not be called",
         7,
@@ -280,7 +287,7 @@ mod tests {
     )]
     fn one_line_per_template_then_the_closing_line(
         #[case] dry_run: bool,
-        #[case] outcome: Outcome,
+        #[case] outcome: TemplateOutcome,
         #[case] verdict: &str,
         #[case] detail: &str,
         #[case] counted: usize,
@@ -337,7 +344,7 @@ mod tests {
         });
         report.probe("the guard refused".into());
         assert_eq!(PRINTED.with(|p| p.borrow().len()), 2);
-        report.outcome(line(), Outcome::Deleted);
+        report.outcome(line(), TemplateOutcome::Deleted);
         let printed = PRINTED.with(|p| p.borrow().clone());
         let text = report.text();
         let mut lines: Vec<&str> = text.lines().collect();

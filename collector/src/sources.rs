@@ -8,14 +8,14 @@ use template_cleanup_core::declared::Declared;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::helm::{flux_helm_release, FluxHelmRelease};
 use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, SOURCES};
-use template_cleanup_core::Kind;
+use template_cleanup_core::ServedKind;
 
 use crate::api::Cluster;
 use crate::pass::Options;
 use crate::report::{Report, Source as Line};
 
 /// The served version of a source's kind, the preferred one first.
-fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a Kind> {
+fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a ServedKind> {
     let mut matching: Vec<&Served> = served
         .iter()
         .filter(|s| s.kind.group == source.group && s.kind.kind == source.kind)
@@ -25,7 +25,7 @@ fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a Kind> {
 }
 
 /// Lists every object of a source's kind, in every namespace.
-async fn list(cluster: &Cluster, source: &Source, kind: &Kind) -> Result<Vec<Value>, String> {
+async fn list(cluster: &Cluster, source: &Source, kind: &ServedKind) -> Result<Vec<Value>, String> {
     cluster.list(kind, None, "").await.map_err(|e| {
         format!(
             "cannot read {} (installed, {}): {e}.",

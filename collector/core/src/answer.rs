@@ -20,7 +20,7 @@ pub struct Refused {
 /// What became of one listed template: the verdict of its line in the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "outcome", content = "detail")]
-pub enum Outcome {
+pub enum TemplateOutcome {
     /// 2xx, and the object is gone (or, in a dry run, would be).
     Deleted,
     /// 2xx, and the answer is the object with `metadata.deletionTimestamp` set: finalizers are
@@ -40,35 +40,39 @@ pub enum Outcome {
     NotTried,
 }
 
-impl Outcome {
+impl TemplateOutcome {
     /// The verdict word of the report's line (`dry_run`: a 2xx deleted nothing).
     pub fn verdict(&self, dry_run: bool) -> &'static str {
         match self {
-            Outcome::Deleted if dry_run => "would delete",
-            Outcome::Deleted => "deleted",
-            Outcome::DeletionStarted if dry_run => "would start deletion",
-            Outcome::DeletionStarted => "deletion started",
-            Outcome::KeptByGuard(_) => "kept",
-            Outcome::Left(_) => "left",
-            Outcome::Gone => "already gone",
-            Outcome::Changed(_) => "changed",
-            Outcome::Failed(_) => "failed",
-            Outcome::NotTried => "not tried",
+            TemplateOutcome::Deleted if dry_run => "would delete",
+            TemplateOutcome::Deleted => "deleted",
+            TemplateOutcome::DeletionStarted if dry_run => "would start deletion",
+            TemplateOutcome::DeletionStarted => "deletion started",
+            TemplateOutcome::KeptByGuard(_) => "kept",
+            TemplateOutcome::Left(_) => "left",
+            TemplateOutcome::Gone => "already gone",
+            TemplateOutcome::Changed(_) => "changed",
+            TemplateOutcome::Failed(_) => "failed",
+            TemplateOutcome::NotTried => "not tried",
         }
     }
 
     /// What the line says after the verdict, if anything.
     pub fn detail(&self) -> Option<String> {
         match self {
-            Outcome::KeptByGuard(text) | Outcome::Failed(text) => Some(text.clone()),
-            Outcome::Changed(text) => Some(format!(
+            TemplateOutcome::KeptByGuard(text) | TemplateOutcome::Failed(text) => {
+                Some(text.clone())
+            }
+            TemplateOutcome::Changed(text) => Some(format!(
                 "changed since it was listed, the next pass looks again ({text})"
             )),
-            Outcome::Left(skip) => Some(skip.to_string()),
-            Outcome::NotTried => {
+            TemplateOutcome::Left(skip) => Some(skip.to_string()),
+            TemplateOutcome::NotTried => {
                 Some("the pass stopped: the guard's webhook could not be called".to_string())
             }
-            Outcome::Deleted | Outcome::DeletionStarted | Outcome::Gone => None,
+            TemplateOutcome::Deleted | TemplateOutcome::DeletionStarted | TemplateOutcome::Gone => {
+                None
+            }
         }
     }
 }
@@ -123,16 +127,16 @@ const PRECONDITION_FAILED: [&str; 3] = [
 ///   asked in neither case: both come before admission's delete validation
 ///   (`pkg/storage/etcd3/store.go`, `conditionalDelete`).
 /// - 404: already gone. Anything else: failed.
-pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
+pub fn classify(guard: &str, answer: Option<&Refused>) -> TemplateOutcome {
     let Some(r) = answer else {
-        return Outcome::Deleted;
+        return TemplateOutcome::Deleted;
     };
     let denial = format!(
         "admission webhook \"{}\" denied the request",
         guard_webhook(guard)
     );
     match r.code {
-        404 => Outcome::Gone,
+        404 => TemplateOutcome::Gone,
         409 if r.message.starts_with(&denial) => {
             let own = r.message[denial.len()..].trim_start_matches(':').trim();
             let quoted = r
@@ -141,14 +145,14 @@ pub fn classify(guard: &str, answer: Option<&Refused>) -> Outcome {
                 .map(String::as_str)
                 .filter(|c| !c.is_empty())
                 .unwrap_or(own);
-            Outcome::KeptByGuard(quoted.to_string())
+            TemplateOutcome::KeptByGuard(quoted.to_string())
         }
         409 if r.reason == "Conflict"
             && PRECONDITION_FAILED.iter().any(|t| r.message.contains(t)) =>
         {
-            Outcome::Changed(r.message.clone())
+            TemplateOutcome::Changed(r.message.clone())
         }
-        code if r.reason.is_empty() => Outcome::Failed(format!("{code}: {}", r.message)),
-        code => Outcome::Failed(format!("{code} {}: {}", r.reason, r.message)),
+        code if r.reason.is_empty() => TemplateOutcome::Failed(format!("{code}: {}", r.message)),
+        code => TemplateOutcome::Failed(format!("{code} {}: {}", r.reason, r.message)),
     }
 }

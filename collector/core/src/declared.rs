@@ -8,18 +8,18 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::ObjectRef;
+use crate::DeclaredObject;
 
 /// Every object some deploy tool declares, with the first source that declares it, and the
 /// namespaces where a source could not be read, so that every template there counts as declared.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Declared {
-    objects: BTreeMap<ObjectRef, String>,
+    objects: BTreeMap<DeclaredObject, String>,
     namespaces: BTreeMap<String, String>,
 }
 
 impl Declared {
-    pub fn insert(&mut self, object: ObjectRef, source: &str) {
+    pub fn insert(&mut self, object: DeclaredObject, source: &str) {
         self.objects
             .entry(object)
             .or_insert_with(|| source.to_string());
@@ -34,7 +34,7 @@ impl Declared {
     }
 
     /// The source that declares `object` (`Flux Kustomization flux-system/sites`, ...).
-    pub fn by(&self, object: &ObjectRef) -> Option<&str> {
+    pub fn by(&self, object: &DeclaredObject) -> Option<&str> {
         self.objects
             .get(object)
             .or_else(|| self.namespaces.get(&object.namespace))
@@ -54,7 +54,7 @@ impl Declared {
 /// What one deploy tool object declares, and a note on how it was read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Declaration {
-    pub objects: Vec<ObjectRef>,
+    pub objects: Vec<DeclaredObject>,
     /// Said after the object's name in a template's `kept` line.
     pub note: Option<String>,
 }
@@ -75,7 +75,7 @@ fn name_of(object: &Value) -> String {
 /// (kustomize-controller `api/v1/inventory_types.go`, `ResourceRef.ID`; the format is
 /// fluxcd/cli-utils `pkg/object/objmetadata.go`, `ObjMetadata.String`, where a `:` in a name is
 /// written `__`). A Kustomization with no inventory yet declares nothing.
-pub fn flux_kustomization(object: &Value) -> Result<Vec<ObjectRef>, String> {
+pub fn flux_kustomization(object: &Value) -> Result<Vec<DeclaredObject>, String> {
     let what = format!("Flux Kustomization {}", name_of(object));
     let Some(entries) = object.pointer("/status/inventory/entries") else {
         return Ok(Vec::new());
@@ -101,7 +101,7 @@ pub fn flux_kustomization(object: &Value) -> Result<Vec<ObjectRef>, String> {
             if kind.is_empty() || name.is_empty() {
                 return Err(bad());
             }
-            Ok(ObjectRef {
+            Ok(DeclaredObject {
                 group: group.to_string(),
                 kind: kind.to_string(),
                 namespace: namespace.to_string(),
@@ -153,7 +153,7 @@ pub fn argo_application(object: &Value) -> Result<Declaration, String> {
                     "{what}: a status.resources entry has no kind or name: {r}."
                 ));
             }
-            Ok(ObjectRef {
+            Ok(DeclaredObject {
                 group: field("group"),
                 kind,
                 namespace: field("namespace"),

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::Kind;
+use crate::ServedKind;
 
 /// Why the pre-flight refused: the check's name and a sentence for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -401,7 +401,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refus
 }
 
 /// The last check: the guard's rules send the DELETE of every kind the pass would delete.
-pub fn check_coverage(guard: &Guard, kinds: &[Kind]) -> Result<(), Refusal> {
+pub fn check_coverage(guard: &Guard, kinds: &[ServedKind]) -> Result<(), Refusal> {
     let missing: Vec<String> = kinds
         .iter()
         .filter(|k| {
@@ -428,7 +428,7 @@ pub fn check_coverage(guard: &Guard, kinds: &[Kind]) -> Result<(), Refusal> {
 /// A resource the API server serves (discovery), at one version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Served {
-    pub kind: Kind,
+    pub kind: ServedKind,
     pub namespaced: bool,
     /// The group's preferred version.
     pub preferred: bool,
@@ -451,7 +451,7 @@ pub fn rule_groups(guard: &Guard) -> Vec<String> {
 /// rules send to the guard, once, at the group's preferred version when the rules cover it. Only
 /// kinds named `*Template`: every kind the guard judges is one, and a wildcard rule must not make
 /// the clean-up delete Machines.
-pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<Kind> {
+pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<ServedKind> {
     let covered = |s: &&Served| {
         s.namespaced
             && s.kind.kind.ends_with("Template")
@@ -461,7 +461,7 @@ pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<Kind> {
                 .iter()
                 .any(|r| r.covers_delete(&s.kind.group, &s.kind.version, &s.kind.plural))
     };
-    let mut out: Vec<Kind> = Vec::new();
+    let mut out: Vec<ServedKind> = Vec::new();
     let mut candidates: Vec<&Served> = served.iter().filter(covered).collect();
     // preferred versions first, so that each (group, plural) keeps its preferred version
     candidates.sort_by_key(|s| !s.preferred);

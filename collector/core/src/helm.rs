@@ -24,7 +24,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{group_of, ObjectRef};
+use crate::{group_of, DeclaredObject};
 
 /// The most a release may take once decompressed. A Secret holds at most 1 MiB (the API
 /// server's limit), and Helm's gzip of release JSON rarely shrinks it more than tenfold; a larger
@@ -146,7 +146,7 @@ pub struct HelmRevision {
     pub name: String,
     pub version: i64,
     pub status: String,
-    pub objects: Vec<ObjectRef>,
+    pub objects: Vec<DeclaredObject>,
 }
 
 /// The part of Helm's release JSON the clean-up reads (helm `pkg/release/v1/release.go` and
@@ -248,7 +248,7 @@ pub fn helm_release_secret(secret: &Value, limit: u64) -> Result<Option<HelmRevi
 
 /// The objects of a rendered manifest (multi-document YAML); an object without a namespace is in
 /// the release's namespace, where Helm creates it.
-fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<ObjectRef>, String> {
+fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObject>, String> {
     let mut out = Vec::new();
     for (i, document) in yaml_serde::Deserializer::from_str(manifest).enumerate() {
         let value = Value::deserialize(document)
@@ -261,7 +261,7 @@ fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<ObjectRef>, S
             "" => namespace,
             ns => ns,
         };
-        out.push(ObjectRef {
+        out.push(DeclaredObject {
             group: group_of(field("/apiVersion")).to_string(),
             kind: field("/kind").to_string(),
             namespace: ns.to_string(),

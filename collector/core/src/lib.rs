@@ -36,14 +36,14 @@ pub const TOPOLOGY_OWNED_LABEL: &str = "topology.cluster.x-k8s.io/owned";
 /// A namespaced kind as the API serves it: the version is the one the clean-up lists and deletes
 /// through.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Kind {
+pub struct ServedKind {
     pub group: String,
     pub version: String,
     pub kind: String,
     pub plural: String,
 }
 
-impl Kind {
+impl ServedKind {
     /// `plural.group`, the name RBAC and kubectl use.
     pub fn resource(&self) -> String {
         if self.group.is_empty() {
@@ -76,7 +76,7 @@ pub fn group_of(api_version: &str) -> &str {
 /// An object as a deploy tool names it: by group and kind, never by version (a tool that
 /// declares a template at v1beta1 declares the same object the API serves at v1beta2).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct ObjectRef {
+pub struct DeclaredObject {
     pub group: String,
     pub kind: String,
     /// Empty for a cluster-scoped object.
@@ -84,7 +84,7 @@ pub struct ObjectRef {
     pub name: String,
 }
 
-impl std::fmt::Display for ObjectRef {
+impl std::fmt::Display for DeclaredObject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = if self.group.is_empty() {
             self.kind.clone()

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::answer::{classify, Outcome, Refused};
+use crate::answer::{classify, Refused, TemplateOutcome};
 use crate::group_of;
 
 /// A template a MachineDeployment names: group, kind, namespace, name.
@@ -118,13 +118,13 @@ pub enum Probe {
 /// through).
 pub fn judge(guard: &str, answer: Option<&Refused>) -> Probe {
     match classify(guard, answer) {
-        Outcome::KeptByGuard(text) => Probe::Judged(text),
-        Outcome::Gone | Outcome::Changed(_) => Probe::Moved,
-        Outcome::Deleted | Outcome::DeletionStarted => Probe::NotJudged(
+        TemplateOutcome::KeptByGuard(text) => Probe::Judged(text),
+        TemplateOutcome::Gone | TemplateOutcome::Changed(_) => Probe::Moved,
+        TemplateOutcome::Deleted | TemplateOutcome::DeletionStarted => Probe::NotJudged(
             "2xx: the DELETE would have gone through, so the pods that answer do not refuse it (monitor mode, an older configuration, or rules that miss it)".to_string(),
         ),
-        Outcome::Failed(text) => Probe::NotJudged(text),
-        Outcome::Left(_) | Outcome::NotTried => {
+        TemplateOutcome::Failed(text) => Probe::NotJudged(text),
+        TemplateOutcome::Left(_) | TemplateOutcome::NotTried => {
             Probe::NotJudged("no answer".to_string())
         }
     }

@@ -9,12 +9,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::declared::Declared;
-use crate::{Kind, ObjectRef, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
+use crate::{DeclaredObject, ServedKind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 /// A template as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
-    pub kind: Kind,
+pub struct ListedTemplate {
+    pub kind: ServedKind,
     pub namespace: String,
     pub name: String,
     pub uid: String,
@@ -26,9 +26,9 @@ pub struct Template {
     pub deleting: bool,
 }
 
-impl Template {
-    pub fn object_ref(&self) -> ObjectRef {
-        ObjectRef {
+impl ListedTemplate {
+    pub fn declared_object(&self) -> DeclaredObject {
+        DeclaredObject {
             group: self.kind.group.clone(),
             kind: self.kind.kind.clone(),
             namespace: self.namespace.clone(),
@@ -44,7 +44,7 @@ impl Template {
     /// An object of `kind` as the API server lists it (JSON); an object without a creation time
     /// counts as created at `now`. A listed object without name, uid or resourceVersion is an
     /// error: the DELETE's preconditions need the last two.
-    pub fn from_listed(kind: &Kind, item: &Value, now: i64) -> Result<Self, String> {
+    pub fn from_listed(kind: &ServedKind, item: &Value, now: i64) -> Result<Self, String> {
         let field = |p: &str| {
             item.pointer(p)
                 .and_then(Value::as_str)
@@ -73,7 +73,7 @@ impl Template {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Template {
+        Ok(ListedTemplate {
             kind: kind.clone(),
             namespace,
             name,
@@ -130,7 +130,7 @@ impl std::fmt::Display for Skip {
 /// not opt out with the label set to `false`), not being deleted, older than `min_age` seconds at
 /// `now`, and declared by no deploy tool.
 pub fn candidate(
-    template: &Template,
+    template: &ListedTemplate,
     now: i64,
     min_age: i64,
     declared: &Declared,
@@ -148,7 +148,7 @@ pub fn candidate(
     if template.age(now) < min_age {
         return Err(Skip::TooYoung);
     }
-    if let Some(by) = declared.by(&template.object_ref()) {
+    if let Some(by) = declared.by(&template.declared_object()) {
         return Err(Skip::Declared { by: by.to_string() });
     }
     Ok(())

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::declared::{flux_kustomization, Declared};
-use template_cleanup_core::select::{candidate, Skip, Template};
-use template_cleanup_core::{Kind, ObjectRef};
+use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
+use template_cleanup_core::{DeclaredObject, ServedKind};
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
 
-fn kind(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
-    Kind {
+fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ServedKind {
+    ServedKind {
         group: group.into(),
         version: version.into(),
         kind: kind.into(),
@@ -21,7 +21,7 @@ fn kind(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
     }
 }
 
-fn m3mt(version: &str) -> Kind {
+fn m3mt(version: &str) -> ServedKind {
     kind(
         INFRA,
         version,
@@ -30,8 +30,8 @@ fn m3mt(version: &str) -> Kind {
     )
 }
 
-fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
-    ObjectRef {
+fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> DeclaredObject {
+    DeclaredObject {
         group: group.into(),
         kind: kind.into(),
         namespace: namespace.into(),
@@ -39,8 +39,8 @@ fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
     }
 }
 
-fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> Template {
-    Template {
+fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> ListedTemplate {
+    ListedTemplate {
         kind: m3mt("v1beta1"),
         namespace: "edge".into(),
         name: "t1".into(),
@@ -81,14 +81,14 @@ fn candidates(
     let mut declared = Declared::default();
     // a declaration of another version of the same object counts; another name does not
     declared.insert(
-        ObjectRef {
+        DeclaredObject {
             name: "t2".into(),
-            ..t.object_ref()
+            ..t.declared_object()
         },
         "Kustomization other/x",
     );
     if is_declared {
-        declared.insert(t.object_ref(), "Kustomization flux-system/sites");
+        declared.insert(t.declared_object(), "Kustomization flux-system/sites");
     }
     assert_eq!(candidate(&t, 1000, 600, &declared), expected);
 }
@@ -162,7 +162,7 @@ fn a_listed_object_as_a_template(
     for (key, value) in metadata.as_object().into_iter().flatten() {
         item["metadata"][key] = value.clone();
     }
-    match (Template::from_listed(&m3mt("v1beta2"), &item, NOW), want) {
+    match (ListedTemplate::from_listed(&m3mt("v1beta2"), &item, NOW), want) {
         (Ok(t), Ok((created, deleting, labels))) => {
             assert_eq!((t.created, t.deleting, t.labels.len()), (created, deleting, labels));
             assert_eq!((t.uid.as_str(), t.resource_version.as_str()), ("u", "7"));

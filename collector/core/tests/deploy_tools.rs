@@ -14,12 +14,12 @@ use template_cleanup_core::helm::{
     stored_revision, unreadable_namespaces, FluxHelmRelease, StoredRevision, Unreadable,
     MAX_RELEASE_BYTES,
 };
-use template_cleanup_core::ObjectRef;
+use template_cleanup_core::DeclaredObject;
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
 
-fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> ObjectRef {
-    ObjectRef {
+fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> DeclaredObject {
+    DeclaredObject {
         group: group.into(),
         kind: kind.into(),
         namespace: namespace.into(),

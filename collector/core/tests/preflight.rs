@@ -3,7 +3,7 @@
 
 use rstest::rstest;
 use serde_json::{json, Value};
-use template_cleanup_core::answer::{classify, webhook_unreachable, Outcome, Refused};
+use template_cleanup_core::answer::{classify, webhook_unreachable, Refused, TemplateOutcome};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups, Guard, Served,
     SELECTS_THE_CLEANUP,
@@ -11,12 +11,12 @@ use template_cleanup_core::guard::{
 use template_cleanup_core::probe::{
     judge, named_by_machine_deployment, not_a_proof, owning_clusters, Named, Probe,
 };
-use template_cleanup_core::Kind;
+use template_cleanup_core::ServedKind;
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
 
-fn kind(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
-    Kind {
+fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ServedKind {
+    ServedKind {
         group: group.into(),
         version: version.into(),
         kind: kind.into(),
@@ -24,7 +24,7 @@ fn kind(group: &str, version: &str, kind: &str, plural: &str) -> Kind {
     }
 }
 
-fn m3mt(version: &str) -> Kind {
+fn m3mt(version: &str) -> ServedKind {
     kind(
         INFRA,
         version,
@@ -291,7 +291,7 @@ fn guard_with_rules(rules: Value) -> Guard {
 #[case::other_kind(vec![m3mt("v1beta1"), kind(INFRA, "v1beta1", "Metal3DataTemplate", "metal3datatemplates")], false)]
 #[case::other_group(vec![kind("bootstrap.cluster.x-k8s.io", "v1beta1", "KubeadmConfigTemplate", "kubeadmconfigtemplates")], false)]
 #[case::nothing(vec![], true)]
-fn coverage(#[case] kinds: Vec<Kind>, #[case] covered: bool) {
+fn coverage(#[case] kinds: Vec<ServedKind>, #[case] covered: bool) {
     // one version only, to see versions matter
     let mut rules = good_policy()["spec"]["rules"].clone();
     rules[0]["apiVersions"] = json!(["v1beta1"]);
@@ -333,7 +333,7 @@ fn a_rules_scope_decides_whether_it_sends_template_deletes(
     );
 }
 
-fn served(k: Kind, preferred: bool) -> Served {
+fn served(k: ServedKind, preferred: bool) -> Served {
     Served {
         kind: k,
         namespaced: true,
@@ -425,20 +425,20 @@ const BEFORE_DELETE_UID: &str = "Operation cannot be fulfilled on Metal3MachineT
 const BEFORE_DELETE_RV: &str = "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"t1\": the ResourceVersion in the precondition (7) does not match the ResourceVersion in record (8). The object might have been modified";
 
 #[rstest]
-#[case::deleted(None, Outcome::Deleted)]
-#[case::guard_refusal(Some(refused(409, "", &format!("{DENIED}t1 is referenced by MachineSet edge/md-abc"), &[])), Outcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
-#[case::guard_refusal_with_spec_message(Some(refused(409, "", &format!("{DENIED}templates are protected"), &["t1 is referenced by MachineSet edge/md-abc"])), Outcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
-#[case::another_webhooks_409(Some(refused(409, "", "admission webhook \"other.example\" denied the request: no", &[])), Outcome::Failed("409: admission webhook \"other.example\" denied the request: no".into()))]
-#[case::another_guards_409(Some(refused(409, "", &DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"), &[])), Outcome::Failed(format!("409: {}", DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"))))]
-#[case::precondition(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b", &[])), Outcome::Changed("Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b".into()))]
-#[case::uid_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Outcome::Changed(BEFORE_DELETE_UID.into()))]
-#[case::resource_version_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_RV, &[])), Outcome::Changed(BEFORE_DELETE_RV.into()))]
-#[case::precondition_text_without_conflict(Some(refused(409, "", BEFORE_DELETE_UID, &[])), Outcome::Failed(format!("409: {BEFORE_DELETE_UID}")))]
-#[case::another_conflict(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again", &[])), Outcome::Failed("409 Conflict: Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again".into()))]
-#[case::gone(Some(refused(404, "NotFound", "not found", &[])), Outcome::Gone)]
-#[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), Outcome::Failed("403 Forbidden: cannot delete".into()))]
-#[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), Outcome::Failed(format!("500: {DENIED}could not check")))]
-fn answers(#[case] answer: Option<Refused>, #[case] outcome: Outcome) {
+#[case::deleted(None, TemplateOutcome::Deleted)]
+#[case::guard_refusal(Some(refused(409, "", &format!("{DENIED}t1 is referenced by MachineSet edge/md-abc"), &[])), TemplateOutcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
+#[case::guard_refusal_with_spec_message(Some(refused(409, "", &format!("{DENIED}templates are protected"), &["t1 is referenced by MachineSet edge/md-abc"])), TemplateOutcome::KeptByGuard("t1 is referenced by MachineSet edge/md-abc".into()))]
+#[case::another_webhooks_409(Some(refused(409, "", "admission webhook \"other.example\" denied the request: no", &[])), TemplateOutcome::Failed("409: admission webhook \"other.example\" denied the request: no".into()))]
+#[case::another_guards_409(Some(refused(409, "", &DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"), &[])), TemplateOutcome::Failed(format!("409: {}", DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"))))]
+#[case::precondition(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b", &[])), TemplateOutcome::Changed("Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": Precondition failed: UID in precondition: a, UID in object meta: b".into()))]
+#[case::uid_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), TemplateOutcome::Changed(BEFORE_DELETE_UID.into()))]
+#[case::resource_version_precondition_before_delete(Some(refused(409, "Conflict", BEFORE_DELETE_RV, &[])), TemplateOutcome::Changed(BEFORE_DELETE_RV.into()))]
+#[case::precondition_text_without_conflict(Some(refused(409, "", BEFORE_DELETE_UID, &[])), TemplateOutcome::Failed(format!("409: {BEFORE_DELETE_UID}")))]
+#[case::another_conflict(Some(refused(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again", &[])), TemplateOutcome::Failed("409 Conflict: Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"t1\": the object has been modified; please apply your changes to the latest version and try again".into()))]
+#[case::gone(Some(refused(404, "NotFound", "not found", &[])), TemplateOutcome::Gone)]
+#[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), TemplateOutcome::Failed("403 Forbidden: cannot delete".into()))]
+#[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), TemplateOutcome::Failed(format!("500: {DENIED}could not check")))]
+fn answers(#[case] answer: Option<Refused>, #[case] outcome: TemplateOutcome) {
     assert_eq!(
         classify("capi-template-guard-cleanup", answer.as_ref()),
         outcome

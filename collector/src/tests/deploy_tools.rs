@@ -9,7 +9,7 @@ use std::io::Write;
 
 use base64::Engine;
 use template_cleanup_core::guard::Served;
-use template_cleanup_core::Kind;
+use template_cleanup_core::ServedKind;
 
 use super::*;
 use crate::sources;
@@ -83,7 +83,7 @@ fn not_found(what: &str) -> (u16, Vec<u8>) {
 
 fn served(kind: &str, group: &str, version: &str) -> Served {
     Served {
-        kind: Kind {
+        kind: ServedKind {
             group: group.into(),
             version: version.into(),
             kind: kind.into(),
@@ -105,8 +105,8 @@ fn options(helm_releases: bool, namespaces: Option<&[&str]>) -> Options {
     }
 }
 
-fn m3mt(namespace: &str, name: &str) -> template_cleanup_core::ObjectRef {
-    template_cleanup_core::ObjectRef {
+fn m3mt(namespace: &str, name: &str) -> template_cleanup_core::DeclaredObject {
+    template_cleanup_core::DeclaredObject {
         group: INFRA.into(),
         kind: "Metal3MachineTemplate".into(),
         namespace: namespace.into(),
