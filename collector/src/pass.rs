@@ -17,7 +17,7 @@ use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
 use crate::probe;
-use crate::report::{nothing_deleted, Line, Printer, Report, CANNOT_RUN};
+use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
 
 /// What a pass needs from the command line.
 #[derive(Debug, Clone)]
@@ -160,7 +160,7 @@ async fn prepare(
     o: &Options,
     now: i64,
     report: &mut Report,
-) -> Result<Vec<(ListedTemplate, Line)>, String> {
+) -> Result<Vec<(ListedTemplate, TemplateLine)>, String> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), &o.guard)
         .await
@@ -212,7 +212,7 @@ async fn prepare(
     }
     let (mut candidates, mut left) = (Vec::new(), Vec::new());
     for template in templates.into_values() {
-        let line = Line {
+        let line = TemplateLine {
             resource: template.kind.resource(),
             api_version: template.kind.api_version(),
             namespace: template.namespace.clone(),

@@ -21,7 +21,7 @@ pub type Printer = Option<fn(&str)>;
 
 /// A deploy tool's desired state, and what the pass read of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Source {
+pub struct SourceLine {
     pub name: String,
     pub read: String,
 }
@@ -29,7 +29,7 @@ pub struct Source {
 /// One template's line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Line {
+pub struct TemplateLine {
     pub resource: String,
     pub api_version: String,
     pub namespace: String,
@@ -61,11 +61,11 @@ pub struct Counts {
 pub struct Report {
     pub dry_run: bool,
     pub guard: String,
-    pub sources: Vec<Source>,
+    pub sources: Vec<SourceLine>,
     /// What the live probe found (`crate::probe`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
-    pub templates: Vec<Line>,
+    pub templates: Vec<TemplateLine>,
     #[serde(flatten)]
     pub counts: Counts,
     /// Why the pass stopped before its first DELETE (exit 2).
@@ -116,7 +116,7 @@ impl Report {
     }
 
     /// Records and prints one template's outcome.
-    pub fn outcome(&mut self, mut line: Line, outcome: TemplateOutcome) {
+    pub fn outcome(&mut self, mut line: TemplateLine, outcome: TemplateOutcome) {
         self.print_sources();
         line.verdict = outcome.verdict(self.dry_run);
         line.detail = outcome.detail();
@@ -187,11 +187,11 @@ impl Report {
     }
 }
 
-fn source_line(source: &Source) -> String {
+fn source_line(source: &SourceLine) -> String {
     format!("source {}: {}", source.name, source.read)
 }
 
-fn template_line(t: &Line) -> String {
+fn template_line(t: &TemplateLine) -> String {
     let mut out = format!(
         "{:<16} {} {}/{} (age {})",
         t.verdict,
@@ -237,8 +237,8 @@ mod tests {
         assert_eq!(age(seconds), text);
     }
 
-    fn line() -> Line {
-        Line {
+    fn line() -> TemplateLine {
+        TemplateLine {
             resource: "metal3machinetemplates.infrastructure.cluster.x-k8s.io".into(),
             api_version: "infrastructure.cluster.x-k8s.io/v1beta1".into(),
             namespace: "edge".into(),
@@ -338,7 +338,7 @@ mod tests {
             printer: Some(|l| PRINTED.with(|p| p.borrow_mut().push(l.to_string()))),
             ..Report::default()
         };
-        report.sources.push(Source {
+        report.sources.push(SourceLine {
             name: "Flux Kustomizations".into(),
             read: "not installed".into(),
         });

@@ -12,7 +12,7 @@ use template_cleanup_core::ServedKind;
 
 use crate::api::Cluster;
 use crate::pass::Options;
-use crate::report::{Report, Source as Line};
+use crate::report::{Report, SourceLine};
 
 /// The served version of a source's kind, the preferred one first.
 fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a ServedKind> {
@@ -57,7 +57,7 @@ pub async fn read(
     for source in SOURCES {
         if source.when == When::HelmReleases && !o.helm_releases {
             if let Reader::HelmStorage = source.reader {
-                report.sources.push(Line {
+                report.sources.push(SourceLine {
                     name: source.name.into(),
                     read: helm_off(served),
                 });
@@ -104,7 +104,7 @@ pub async fn read(
                 )
             }
         };
-        report.sources.push(Line {
+        report.sources.push(SourceLine {
             name: source.name.into(),
             read: line,
         });
