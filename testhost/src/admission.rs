@@ -79,10 +79,7 @@ impl ValidateRequest {
     }
 
     pub fn uid(&self) -> &str {
-        self.0
-            .get("uid")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        self.0["uid"].as_str().unwrap_or_default()
     }
 
     /// What `validate` is called with: this request and `settings`.

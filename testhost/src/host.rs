@@ -110,9 +110,7 @@ impl HostState {
             format!("Callback evaluation failure: {e}")
         })
     }
-}
 
-impl HostState {
     /// `can_i` has no `contextAwareResources` check (policy-evaluator `runtimes/callback.rs`
     /// @v1.36.0-beta.1). A session replays it; the simulated API servers enforce no RBAC, so
     /// there every question is allowed.
@@ -143,19 +141,15 @@ struct PolicyLogEntry {
 /// in verbose mode. A log call never fails.
 fn log_policy_event(payload: &[u8], verbose: bool) {
     let Ok(entry) = serde_json::from_slice::<PolicyLogEntry>(payload) else {
-        eprintln!(
-            "ERROR testhost: Cannot log event payload={:?}",
-            String::from_utf8_lossy(payload)
-        );
+        let payload = String::from_utf8_lossy(payload);
+        eprintln!("ERROR testhost: Cannot log event payload={payload:?}");
         return;
     };
     let level = entry.level.to_uppercase();
     if verbose || !matches!(level.as_str(), "TRACE" | "DEBUG") {
         let data = serde_json::Value::Object(entry.data);
-        eprintln!(
-            "{level:>5} policy_log: {} data={data}",
-            entry.message.unwrap_or_default()
-        );
+        let message = entry.message.unwrap_or_default();
+        eprintln!("{level:>5} policy_log: {message} data={data}");
     }
 }
 

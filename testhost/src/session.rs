@@ -53,11 +53,8 @@ impl std::fmt::Debug for KubeRequest {
             KubeRequest::KubernetesGetResource(r) => ("KubernetesGetResource", format!("{r:?}")),
         };
         // the SDK type's name is replaced by kwctl's variant name
-        write!(
-            f,
-            "{tag} {}",
-            inner.split_once(' ').map_or("", |(_, fields)| fields)
-        )
+        let fields = inner.split_once(' ').map_or("", |(_, fields)| fields);
+        write!(f, "{tag} {fields}")
     }
 }
 
@@ -143,13 +140,10 @@ impl Replayer {
     }
 
     pub fn load(path: &Path) -> Result<Self> {
-        let contents = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "cannot open host capabilities interactions file {}",
-                path.display()
-            )
-        })?;
-        Self::from_yaml_str(&contents, &path.display().to_string())
+        let origin = path.display().to_string();
+        let contents = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot open host capabilities interactions file {origin}"))?;
+        Self::from_yaml_str(&contents, &origin)
     }
 
     /// Answers with the next recorded exchange; the error text is kwctl's (before the policy
@@ -247,13 +241,8 @@ mod tests {
             r#"{"apiVersion":"v1","kind":"NamespaceList","items":[]}"#
         );
         // masks compare as sets: another order and a duplicate are the same request
-        let err = replayer
-            .respond(&get_service(&[
-                "metadata.name",
-                "metadata.labels",
-                "metadata.name",
-            ]))
-            .unwrap_err();
+        let reordered = get_service(&["metadata.name", "metadata.labels", "metadata.name"]);
+        let err = replayer.respond(&reordered).unwrap_err();
         assert_eq!(err, "services \"api-auth-service\" not found");
         assert!(replayer.leftovers().is_empty());
         assert_eq!(
@@ -265,9 +254,8 @@ mod tests {
     #[test]
     fn a_mismatch_is_kwctls_error_and_consumes_the_exchange() {
         let mut replayer = Replayer::from_yaml_str(GOOD, "good.yml").unwrap();
-        let err = replayer
-            .respond(&get_service(&["metadata.name"]))
-            .unwrap_err();
+        let name_only = get_service(&["metadata.name"]);
+        let err = replayer.respond(&name_only).unwrap_err();
         assert!(
             err.starts_with(
                 "Replay error: unexpected request. Was expecting KubernetesListResourceAll"
@@ -276,22 +264,16 @@ mod tests {
         );
         assert_eq!(replayer.leftovers().len(), 1);
         // a different mask set does not match
-        let err = replayer
-            .respond(&get_service(&["metadata.name"]))
-            .unwrap_err();
+        let err = replayer.respond(&name_only).unwrap_err();
         assert!(err.contains("Replay error: unexpected request."), "{err}");
     }
 
     #[test]
     fn empty_files_and_sessions_without_masks_parse() {
-        assert!(Replayer::from_yaml_str("[]\n", "e.yml")
-            .unwrap()
-            .leftovers()
-            .is_empty());
-        assert!(Replayer::from_yaml_str("", "e.yml")
-            .unwrap()
-            .leftovers()
-            .is_empty());
+        for empty in ["[]\n", ""] {
+            let replayer = Replayer::from_yaml_str(empty, "e.yml").unwrap();
+            assert!(replayer.leftovers().is_empty(), "{empty:?}");
+        }
         // kwctl 1.32 and older wrote no field_masks: absent means none
         let old = "- request: \"!KubernetesListResourceNamespace\\napi_version: v1\\nkind: Pod\\nnamespace: a\\nlabel_selector: null\\nfield_selector: null\\n\"\n  response:\n    type: Success\n    payload: '{}'\n";
         let replayer = Replayer::from_yaml_str(old, "old.yml").unwrap();

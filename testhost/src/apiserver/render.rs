@@ -30,12 +30,11 @@ pub fn admission_request(
         "oldObject"
     } else {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            // assigned by the API server, after admission
-            for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+            // assigned or written by the API server, after admission (the clients send none)
+            let server = ["uid", "resourceVersion", "creationTimestamp", "generation"];
+            for key in server.into_iter().chain(["managedFields"]) {
                 meta.remove(key);
             }
-            // written by the API server too (the clients send none)
-            meta.remove("managedFields");
         }
         "object"
     };
@@ -64,14 +63,9 @@ pub fn admission_request(
 
 /// RFC 3339 time of a simulated second (the simulation starts 2026-11-01T00:00:00Z).
 fn timestamp(secs: u64) -> String {
-    let (day, rest) = (1 + secs / 86_400, secs % 86_400);
-    format!(
-        "2026-11-{:02}T{:02}:{:02}:{:02}Z",
-        day.min(30),
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    let day = (1 + secs / 86_400).min(30);
+    let (h, m, s) = (secs % 86_400 / 3600, secs % 3600 / 60, secs % 60);
+    format!("2026-11-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 /// A ClusterClass reference: apiVersion (the version the provider serves its templates at),

@@ -141,11 +141,7 @@ mod tests {
             .next()
             .unwrap_or_default();
         let (metrics, trace) = run(seed, true);
-        let at = |line: &String| {
-            line.split(" s ")
-                .next()
-                .and_then(|t| t.trim().parse::<u64>().ok())
-        };
+        let at = |line: &String| line.split(" s ").next()?.trim().parse::<u64>().ok();
         let gave_up = trace
             .iter()
             .find(|l| l.contains("clusterctl: gave up deleting"));
@@ -157,10 +153,8 @@ mod tests {
             .filter_map(at)
             .collect();
         assert_eq!(refused.len(), 10, "{what}");
-        assert_eq!(
-            refused.last().zip(refused.first()).map(|(l, f)| l - f),
-            Some(40)
-        );
+        let span = refused.last().zip(refused.first()).map(|(l, f)| l - f);
+        assert_eq!(span, Some(40));
         assert!(metrics.stuck > 0);
     }
 }

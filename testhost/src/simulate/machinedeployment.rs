@@ -116,29 +116,18 @@ mod tests {
     fn a_missing_template_stops_only_the_creation_of_a_machineset() {
         let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
         let mut w = world(&mut admit);
-        let t = |kind, name: &str| Ref::new(kind, name);
-        let (infra, boot) = (
-            t(Kind::Metal3MachineTemplate, "i-2"),
-            t(Kind::KubeadmConfigTemplate, "b-2"),
-        );
-        let spec = MdSpec {
+        let m3mt = |name: &str| Ref::new(Kind::Metal3MachineTemplate, name);
+        let kct = |name: &str| Ref::new(Kind::KubeadmConfigTemplate, name);
+        let (infra, boot) = (m3mt("i-2"), kct("b-2"));
+        let spec = Spec::MachineDeployment(MdSpec {
             infra: infra.clone(),
             bootstrap: boot.clone(),
             replicas: 1,
             max_surge: 1,
             max_unavailable: 0,
-        };
-        w.create(Obj::new(
-            Kind::MachineDeployment,
-            "md",
-            Spec::MachineDeployment(spec),
-        ));
-        let old = w.new_machineset(
-            "md",
-            &t(Kind::Metal3MachineTemplate, "i-1"),
-            &t(Kind::KubeadmConfigTemplate, "b-1"),
-            1,
-        );
+        });
+        w.create(Obj::new(Kind::MachineDeployment, "md", spec));
+        let old = w.new_machineset("md", &m3mt("i-1"), &kct("b-1"), 1);
         let current = w.new_machineset("md", &infra, &boot, 1);
         let spec = Spec::Metal3Machine {
             cleaning: None,
@@ -150,10 +139,8 @@ mod tests {
         w.create(m);
         let mut backoff = Backoff::default();
         assert!(reconcile(&mut w, &mut backoff, "md").unwrap());
-        assert_eq!(
-            w.spec(Kind::MachineSet, &old).map(|s| s.replicas()),
-            Some(0)
-        );
+        let old_replicas = w.spec(Kind::MachineSet, &old).map(|s| s.replicas());
+        assert_eq!(old_replicas, Some(0));
         assert_eq!(w.m.missing, 0);
         w.write(|s| s.objects.remove(&(Kind::MachineSet, current)));
         assert!(!reconcile(&mut w, &mut backoff, "md").unwrap());
