@@ -9,9 +9,8 @@ use std::collections::BTreeSet;
 
 use template_cleanup_core::declared::Declared;
 use template_cleanup_core::helm::{
-    current_revisions, release_from_secret, stored_revision, unreadable_namespaces,
-    FluxHelmRelease, HelmRevision, StoredRevision, Unreadable, MAX_RELEASE_BYTES, SECRET_TYPE,
-    SELECTOR,
+    current_revisions, stored_release, stored_revision, unreadable_namespaces, FluxHelmRelease,
+    HelmRevision, StoredRevision, Unreadable, MAX_RELEASE_BYTES, SELECTOR,
 };
 
 use crate::api::Cluster;
@@ -139,19 +138,12 @@ async fn fetch(
             "its Secret {name} was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again"
         )));
     };
-    if secret.type_.as_deref() != Some(SECRET_TYPE) {
-        return Ok(Err(format!(
-            "its Secret {name} is of type {:?}, not {SECRET_TYPE}",
-            secret.type_.unwrap_or_default()
-        )));
-    }
-    let Some(data) = secret.data.as_ref().and_then(|d| d.get("release")) else {
-        return Ok(Err(format!("its Secret {name} has no data.release")));
-    };
-    Ok(release_from_secret(
+    let release = secret.data.as_ref().and_then(|d| d.get("release"));
+    Ok(stored_release(
         namespace,
         name,
-        &data.0,
+        secret.type_.as_deref(),
+        release.map(|r| r.0.as_slice()),
         MAX_RELEASE_BYTES,
     ))
 }

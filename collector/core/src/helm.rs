@@ -227,23 +227,26 @@ pub fn release_from_secret(
     })
 }
 
-/// A release Secret as the API server shows it in JSON (`data.release` base64 once more), for
-/// tools that hold Secrets as JSON. `Ok(None)` for a Secret of another type.
-pub fn helm_release_secret(secret: &Value, limit: u64) -> Result<Option<HelmRevision>, String> {
-    if secret.get("type").and_then(Value::as_str) != Some(SECRET_TYPE) {
-        return Ok(None);
+/// A fetched release Secret, given its `type` and its `data.release` once the API's base64 is
+/// undone: the release, or why it cannot be read (not Helm's type, no release, or
+/// [`release_from_secret`]'s reasons).
+pub fn stored_release(
+    namespace: &str,
+    secret: &str,
+    secret_type: Option<&str>,
+    release: Option<&[u8]>,
+    limit: u64,
+) -> Result<HelmRevision, String> {
+    if secret_type != Some(SECRET_TYPE) {
+        return Err(format!(
+            "its Secret {secret} is of type {:?}, not {SECRET_TYPE}",
+            secret_type.unwrap_or_default()
+        ));
     }
-    let field = |p: &str| secret.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
-    let what = format!("Helm release Secret {namespace}/{name}");
-    let data = secret
-        .pointer("/data/release")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("{what} has no data.release."))?;
-    let helm_text = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .map_err(|e| format!("{what}: data.release is not base64 ({e})."))?;
-    release_from_secret(namespace, name, &helm_text, limit).map(Some)
+    let Some(helm_text) = release else {
+        return Err(format!("its Secret {secret} has no data.release"));
+    };
+    release_from_secret(namespace, secret, helm_text, limit)
 }
 
 /// The objects of a rendered manifest (multi-document YAML); an object without a namespace is in

@@ -10,9 +10,9 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::declared::{argo_application, Declared};
 use template_cleanup_core::helm::{
-    current_revisions, flux_helm_release, helm_release_secret, release_from_secret,
-    stored_revision, unreadable_namespaces, FluxHelmRelease, StoredRevision, Unreadable,
-    MAX_RELEASE_BYTES,
+    current_revisions, flux_helm_release, release_from_secret, stored_release, stored_revision,
+    unreadable_namespaces, FluxHelmRelease, StoredRevision, Unreadable, MAX_RELEASE_BYTES,
+    SECRET_TYPE,
 };
 use template_cleanup_core::DeclaredObject;
 
@@ -223,16 +223,6 @@ fn release(manifest: &str) -> Value {
     })
 }
 
-/// A release Secret as the API server shows it in JSON: the API's base64 of Helm's text.
-fn secret_json(text: &[u8]) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-        "metadata": {"name": "sh.helm.release.v1.sites.v3", "namespace": "edge",
-            "labels": {"owner": "helm", "name": "sites", "status": "deployed", "version": "3"}},
-        "data": {"release": base64::engine::general_purpose::STANDARD.encode(text)},
-    })
-}
-
 #[rstest]
 #[case::gzipped(true)]
 #[case::stored_before_compression(false)]
@@ -254,10 +244,14 @@ fn release_secrets_decode_to_their_manifest_objects(#[case] compress: bool) {
             oref("", "ConfigMap", "other", "cm"),
         ]
     );
-    let from_json = helm_release_secret(&secret_json(&text), MAX_RELEASE_BYTES)
-        .unwrap()
-        .unwrap();
-    assert_eq!(from_json, revision);
+    let stored = stored_release(
+        "edge",
+        "s",
+        Some(SECRET_TYPE),
+        Some(&text),
+        MAX_RELEASE_BYTES,
+    );
+    assert_eq!(stored, Ok(revision));
 }
 
 /// A gzip bomb: a few kilobytes that inflate past the cap are refused once the cap is read,
@@ -306,16 +300,18 @@ fn releases_that_cannot_be_read(#[case] text: Vec<u8>, #[case] error: &str) {
     assert!(e.starts_with(error), "{e}");
 }
 
+/// A fetched Secret that is not Helm's release storage: another type, or no release in it.
 #[rstest]
-#[case::other_type(json!({"type": "Opaque", "data": {"release": "x"}}), None)]
-#[case::not_base64(json!({"type": "helm.sh/release.v1", "metadata": {"name": "s", "namespace": "n"}, "data": {"release": "!!"}}), Some("Helm release Secret n/s: data.release is not base64"))]
-#[case::no_data(json!({"type": "helm.sh/release.v1", "metadata": {"name": "s", "namespace": "n"}}), Some("Helm release Secret n/s has no data.release."))]
-fn release_secrets_in_json(#[case] secret: Value, #[case] error: Option<&str>) {
-    match (helm_release_secret(&secret, MAX_RELEASE_BYTES), error) {
-        (Ok(None), None) => {}
-        (Err(e), Some(start)) => assert!(e.starts_with(start), "{e}"),
-        (other, _) => panic!("unexpected {other:?}"),
-    }
+#[case::other_type(Some("Opaque"), Some(b"x".as_slice()), "its Secret s is of type \"Opaque\", not helm.sh/release.v1")]
+#[case::no_type(None, Some(b"x".as_slice()), "its Secret s is of type \"\", not helm.sh/release.v1")]
+#[case::no_data(Some(SECRET_TYPE), None, "its Secret s has no data.release")]
+fn release_secrets_that_are_not_releases(
+    #[case] secret_type: Option<&str>,
+    #[case] release: Option<&[u8]>,
+    #[case] error: &str,
+) {
+    let got = stored_release("edge", "s", secret_type, release, MAX_RELEASE_BYTES);
+    assert_eq!(got, Err(error.to_string()));
 }
 
 // --- Flux HelmReleases, and what an unreadable release holds
