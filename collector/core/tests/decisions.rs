@@ -8,36 +8,10 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::declared::{flux_kustomization, Declared};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
-use template_cleanup_core::{DeclaredObject, ServedKind};
+use template_cleanup_core::DeclaredObject;
 
-const INFRA: &str = "infrastructure.cluster.x-k8s.io";
-
-fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ServedKind {
-    ServedKind {
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-fn m3mt(version: &str) -> ServedKind {
-    kind(
-        INFRA,
-        version,
-        "Metal3MachineTemplate",
-        "metal3machinetemplates",
-    )
-}
-
-fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> DeclaredObject {
-    DeclaredObject {
-        group: group.into(),
-        kind: kind.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
+mod common;
+use common::{m3mt, oref, INFRA};
 
 fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> ListedTemplate {
     ListedTemplate {

@@ -14,18 +14,9 @@ use template_cleanup_core::helm::{
     unreadable_namespaces, FluxHelmRelease, StoredRevision, Unreadable, MAX_RELEASE_BYTES,
     SECRET_TYPE,
 };
-use template_cleanup_core::DeclaredObject;
 
-const INFRA: &str = "infrastructure.cluster.x-k8s.io";
-
-fn oref(group: &str, kind: &str, namespace: &str, name: &str) -> DeclaredObject {
-    DeclaredObject {
-        group: group.into(),
-        kind: kind.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
+mod common;
+use common::{oref, INFRA};
 
 // --- Argo CD
 

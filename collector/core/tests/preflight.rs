@@ -13,25 +13,8 @@ use template_cleanup_core::probe::{
 };
 use template_cleanup_core::ServedKind;
 
-const INFRA: &str = "infrastructure.cluster.x-k8s.io";
-
-fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ServedKind {
-    ServedKind {
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-fn m3mt(version: &str) -> ServedKind {
-    kind(
-        INFRA,
-        version,
-        "Metal3MachineTemplate",
-        "metal3machinetemplates",
-    )
-}
+mod common;
+use common::{kind, m3mt, INFRA};
 
 /// The clean-up's guard as examples/cleanup installs it (Metal3MachineTemplates only), active,
 /// its conditions True; the binary's tests use the same file.
