@@ -349,6 +349,42 @@ fn the_policy_server_component_is_highly_available_with_its_own_account() {
     let policies = patch_of("ClusterAdmissionPolicy");
     assert_eq!(policies[0]["path"], "/spec/policyServer");
     assert_eq!(policies[0]["value"], server_name);
+
+    // The guards' can_i asks about this account, which may create SubjectAccessReviews.
+    let asked = patches
+        .iter()
+        .find(|p| {
+            p["target"]["kind"] == "ClusterAdmissionPolicy"
+                && p["patch"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("policyServerServiceAccount"))
+        })
+        .map(|p| yaml_str("a patch", str_at(p, "/patch", "a patch")))
+        .expect("the component must point the guards' policyServerServiceAccount at its account");
+    assert_eq!(
+        asked[0]["value"],
+        format!("system:serviceaccount:{namespace}:{account}")
+    );
+    let review = documents
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRole"
+                && d["rules"].as_array().is_some_and(|rules| {
+                    rules.iter().any(|r| {
+                        r["resources"] == serde_json::json!(["subjectaccessreviews"])
+                            && r["verbs"] == serde_json::json!(["create"])
+                    })
+                })
+        })
+        .expect("the component must let its account create SubjectAccessReviews");
+    let review_name = str_at(review, "/metadata/name", "the ClusterRole");
+    assert!(
+        documents.iter().any(|d| d["kind"] == "ClusterRoleBinding"
+            && d["roleRef"]["name"] == review_name
+            && d["subjects"]
+                == serde_json::json!([{ "kind": "ServiceAccount", "name": account, "namespace": namespace }])),
+        "the SubjectAccessReview role must be bound to the PolicyServer's own account"
+    );
 }
 
 /// kubectl builds both, when it is on PATH (it is on this project's machines).
@@ -419,6 +455,8 @@ fn kubectl_builds_the_kustomization_with_and_without_the_component() {
             "ClusterAdmissionPolicy",
             "ClusterAdmissionPolicy",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "PolicyServer",
             "ServiceAccount"
