@@ -1,26 +1,11 @@
 //! The scan of a catalogue kind served only at a version the policy does not know: the
 //! catalogue's implied kinds and keeper rules still apply (docs/design.md, "the scan").
+use super::tests::template;
 use super::*;
-use crate::capi::TemplateRef;
-use crate::catalogue::{self, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
+use crate::catalogue::{BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
 use crate::testing::Memory;
 use rstest::rstest;
 use serde_json::{json, Value};
-
-fn template(group: &str, kind: &str, name: &str, node_reuse: bool) -> Template {
-    Template {
-        reference: TemplateRef {
-            group: group.into(),
-            kind: kind.into(),
-            name: name.into(),
-        },
-        class: catalogue::template_class(group, kind).expect("a guarded kind"),
-        namespace: "ns".into(),
-        node_reuse,
-        moving: false,
-        cluster_owners: vec![],
-    }
-}
 
 fn kept_by(decision: Decision) -> Vec<(String, Vec<String>)> {
     match decision {
@@ -45,7 +30,7 @@ fn a_name_only_reference_of_a_known_kind_keeps_its_template(
     let object = json!({"kind": kind, "metadata": {"name": "cp"},
         "spec": {"kairosConfigTemplate": {"name": "k"}}});
     let mut memory = Memory::default().scanning(Ok(vec![(kind, vec![object])]));
-    let t = template(BOOTSTRAP_GROUP, "KairosConfigTemplate", "k", false);
+    let t = template(BOOTSTRAP_GROUP, "KairosConfigTemplate", "k");
     let kept = kept_by(decide(&t, &Settings::default(), &mut memory).unwrap());
     let expected = vec![(
         kind.to_string(),
@@ -84,12 +69,10 @@ fn a_machine_set_at_a_future_version_keeps_its_rules(
 ) {
     let object = machine_set(deleting, replicas, machines);
     let mut memory = Memory::default().scanning(Ok(vec![("MachineSet", vec![object])]));
-    let t = template(
-        INFRASTRUCTURE_GROUP,
-        "Metal3MachineTemplate",
-        "t",
+    let t = Template {
         node_reuse,
-    );
+        ..template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t")
+    };
     let kept = kept_by(decide(&t, &Settings::default(), &mut memory).unwrap());
     assert_eq!(!kept.is_empty(), is_kept, "{kept:?}");
 }
@@ -115,7 +98,7 @@ fn a_scanned_catalogue_kind_sorts_in_catalogue_order() {
             "MachineSet",
             vec![machine_set(false, json!(1), json!(1))],
         )]));
-    let t = template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t", false);
+    let t = template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t");
     let kinds: Vec<String> = kept_by(decide(&t, &Settings::default(), &mut memory).unwrap())
         .into_iter()
         .map(|(kind, _)| kind)

@@ -8,7 +8,7 @@ use crate::testing::{referrer_kind as kind, Memory};
 use rstest::rstest;
 use serde_json::json;
 
-fn template(group: &str, kind: &str, name: &str) -> Template {
+pub(super) fn template(group: &str, kind: &str, name: &str) -> Template {
     Template {
         reference: TemplateRef {
             group: group.into(),

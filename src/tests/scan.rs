@@ -63,6 +63,15 @@ fn an_unknown_kind_can_be_declared_to_name_no_template() {
 fn an_ungranted_scan_is_refused_before_its_list() {
     let foo = "controlplane.cluster.x-k8s.io/v1alpha1";
     let group = crate::catalogue::CONTROL_PLANE_GROUP;
+    // A namespace with no objects, in a cluster with FooControlPlane installed.
+    let with_foo = || {
+        empty_v1_namespace(FakeHost::v1beta1_only().install_crd(
+            group,
+            "FooControlPlane",
+            "foocontrolplanes",
+            &[("v1alpha1", true)],
+        ))
+    };
     let host = empty_v1_namespace(
         FakeHost::v1beta1_only()
             .install_crd(
@@ -98,26 +107,14 @@ fn an_ungranted_scan_is_refused_before_its_list() {
     );
     // A host that cannot answer the question fails closed too (Kubewarden 1.36 without the
     // kubernetes/can_i capability), with the capability's hint.
-    let host = empty_v1_namespace(FakeHost::v1beta1_only().install_crd(
-        group,
-        "FooControlPlane",
-        "foocontrolplanes",
-        &[("v1alpha1", true)],
-    ))
-    .answer_can_i(group, "foocontrolplanes", Err("Policy has not been granted access to the 'kubernetes/can_i' host capability. The violation has been reported."));
+    let host = with_foo().answer_can_i(group, "foocontrolplanes", Err("Policy has not been granted access to the 'kubernetes/can_i' host capability. The violation has been reported."));
     let message = refusal(run("guard-lookup-failure", json!({}), &host), 500);
     assert!(
         message.contains("kubernetes/can_i are the ones it uses"),
         "{message}"
     );
     // A SubjectAccessReview the API server refuses gets the refusal's hint, with its words.
-    let host = empty_v1_namespace(FakeHost::v1beta1_only().install_crd(
-        group,
-        "FooControlPlane",
-        "foocontrolplanes",
-        &[("v1alpha1", true)],
-    ))
-    .answer_can_i(group, "foocontrolplanes", Err("Callback evaluation failure: ApiError: subjectaccessreviews.authorization.k8s.io is forbidden: User \"system:serviceaccount:kubewarden:ps\" cannot create resource \"subjectaccessreviews\": Forbidden"));
+    let host = with_foo().answer_can_i(group, "foocontrolplanes", Err("Callback evaluation failure: ApiError: subjectaccessreviews.authorization.k8s.io is forbidden: User \"system:serviceaccount:kubewarden:ps\" cannot create resource \"subjectaccessreviews\": Forbidden"));
     let message = refusal(run("guard-lookup-failure", json!({}), &host), 500);
     assert!(
         message.contains("failed: the host could not ask whether system:serviceaccount:kubewarden:policy-server may list foocontrolplanes.controlplane.cluster.x-k8s.io: Callback evaluation failure: ApiError: subjectaccessreviews.authorization.k8s.io is forbidden")
