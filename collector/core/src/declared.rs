@@ -59,7 +59,8 @@ pub struct Declaration {
     pub note: Option<String>,
 }
 
-fn name_of(object: &Value) -> String {
+/// `namespace/name` of an object, for messages (empty parts when absent).
+pub(crate) fn name_of(object: &Value) -> String {
     let ns = object
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)

@@ -24,6 +24,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::declared::name_of;
 use crate::{group_of, DeclaredObject};
 
 /// The most a release may take once decompressed. A Secret holds at most 1 MiB (the API
@@ -289,15 +290,7 @@ pub struct FluxHelmRelease {
 
 /// A Flux HelmRelease as the API server returns it.
 pub fn flux_helm_release(object: &Value) -> Result<FluxHelmRelease, String> {
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let ns = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let what = format!("Flux HelmRelease {ns}/{name}");
+    let what = format!("Flux HelmRelease {}", name_of(object));
     let text = |pointer: &str| match object.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
