@@ -176,12 +176,12 @@ e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq
 	fi
 
 # The clean-up end to end, with no cluster: template-cleanup against `testhost apiserver`, whose
-# validating webhook runs the compiled policy on template DELETEs (collector/tests/e2e.sh; needs
+# validating webhook runs the compiled policy on template DELETEs (template-cleanup/tests/e2e.sh; needs
 # curl and jq). Prints TAP lines.
 .PHONY: cleanup-e2e
 cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	cargo build -p template-cleanup --locked
-	collector/tests/e2e.sh
+	template-cleanup/tests/e2e.sh
 
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
 # the alerts through promtool, the bounded fuzz run, e2e.bats, the clean-up end to end.

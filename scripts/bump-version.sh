@@ -3,7 +3,7 @@
 #
 #   Cargo.toml            [package] version
 #   Cargo.lock            the capi-template-guard and template-cleanup entries (CI builds with --locked)
-#   collector/Cargo.toml  [package] version of template-cleanup (its --version)
+#   template-cleanup/Cargo.toml  [package] version of template-cleanup (its --version)
 #   metadata.yml          io.kubewarden.policy.version (checked against the tag by the release)
 #   artifacthub-pkg.yml   version, createdAt, the image tag, the release download link, install notes
 #   README.md, CONTRIBUTING.md, docs/*.md, examples/ (subdirectories too)
@@ -62,7 +62,7 @@ fi
 cd "$root"
 
 # The files the version lives in, relative to the root.
-files=(Cargo.toml Cargo.lock collector/Cargo.toml metadata.yml artifacthub-pkg.yml README.md)
+files=(Cargo.toml Cargo.lock template-cleanup/Cargo.toml metadata.yml artifacthub-pkg.yml README.md)
 # Documentation and every manifest under examples/, sorted so the dry run's diff is stable.
 while IFS= read -r file; do
   files+=("$file")
@@ -134,7 +134,7 @@ rewrite Cargo.toml awk -v v="$version" '
   table == "[package]" && !done && /^version *= *"/ { sub(/"[^"]*"/, "\"" v "\""); done = 1 }
   { print }'
 
-rewrite collector/Cargo.toml awk -v v="$version" '
+rewrite template-cleanup/Cargo.toml awk -v v="$version" '
   /^\[/ { table = $0 }
   table == "[package]" && !done && /^version *= *"/ { sub(/"[^"]*"/, "\"" v "\""); done = 1 }
   { print }'
@@ -158,7 +158,7 @@ fi
 
 # Every tagged reference to the published module and every release download link.
 for file in "${files[@]}"; do
-  case "$file" in Cargo.toml | Cargo.lock | collector/Cargo.toml) continue ;; esac
+  case "$file" in Cargo.toml | Cargo.lock | template-cleanup/Cargo.toml) continue ;; esac
   rewrite "$file" sed -E \
     -e "s/(${oci_re}):v${semver}/\1:v${version}/g" \
     -e "s/(${image_re}):v${semver}/\1:v${version}/g" \

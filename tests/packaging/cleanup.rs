@@ -2,7 +2,7 @@
 //! guard and with each other: it may read the guard and delete exactly the template kinds the
 //! guard's rules guard, runs the image the release builds and signs, and runs locked down. (That
 //! the CronJob's arguments parse as template-cleanup's flags is checked by the collector crate
-//! itself, with its own parser: collector/src/cli.rs.)
+//! itself, with its own parser: template-cleanup/src/cli.rs.)
 
 use super::*;
 
@@ -120,7 +120,7 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
         "the ClusterRole must let the job get the guard's webhook configuration {webhook}"
     );
     // The deploy tools' rules (Flux, Argo CD, and Helm's with examples/cleanup/helm) are the rows
-    // of the core's sources table: collector/core/tests/sources.rs checks this ClusterRole, the
+    // of the core's sources table: template-cleanup/core/tests/sources.rs checks this ClusterRole, the
     // Helm component and docs/cleanup.md against it, so no list of tools is repeated here.
     let granted = granted();
     assert!(
@@ -199,7 +199,7 @@ fn the_job_runs_the_released_image_locked_down() {
         pod.as_ref().map(|p| &p["runAsNonRoot"]),
         Some(&Value::Bool(true))
     );
-    let dockerfile = read("collector/Dockerfile");
+    let dockerfile = read("template-cleanup/Dockerfile");
     let last_stage = dockerfile.rsplit("\nFROM ").next().unwrap_or("");
     assert!(
         last_stage.starts_with("scratch"),
@@ -220,7 +220,7 @@ fn the_release_builds_the_image_for_both_architectures_and_signs_it() {
         .iter()
         .find(|s| s["id"] == "build")
         .expect("the cleanup-image job has a build step");
-    assert_eq!(build["with"]["file"], "collector/Dockerfile");
+    assert_eq!(build["with"]["file"], "template-cleanup/Dockerfile");
     assert_eq!(build["with"]["platforms"], "linux/amd64,linux/arm64");
     assert_eq!(
         job["env"]["IMAGE"],

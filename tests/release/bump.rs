@@ -43,7 +43,7 @@ fn the_bump_script_moves_every_version_at_once() {
     let scratch = Scratch::new("bump");
     let mut files = text_files(&root);
     files.extend(
-        ["Cargo.toml", "Cargo.lock", "collector/Cargo.toml"]
+        ["Cargo.toml", "Cargo.lock", "template-cleanup/Cargo.toml"]
             .into_iter()
             .map(str::to_string),
     );

@@ -103,8 +103,8 @@ pub(crate) fn version_mentions(root: &Path) -> Vec<Mention> {
     );
     // The collector ships with the policy and carries its version (its --version, its image tag).
     push(
-        "collector/Cargo.toml [package] version".into(),
-        cargo_toml_version(&read(root, "collector/Cargo.toml")),
+        "template-cleanup/Cargo.toml [package] version".into(),
+        cargo_toml_version(&read(root, "template-cleanup/Cargo.toml")),
     );
     push(
         "Cargo.lock entry of template-cleanup".into(),

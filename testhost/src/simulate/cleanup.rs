@@ -1,5 +1,5 @@
 //! The clean-up job (examples/cleanup: hourly, `--min-age=10m`), running template-cleanup's own
-//! decisions (collector/core): which templates are candidates (`select::candidate`: the clean-up
+//! decisions (template-cleanup/core): which templates are candidates (`select::candidate`: the clean-up
 //! label or a topology copy, not being deleted, old enough, declared by no deploy tool: what the
 //! simulated tool publishes) and what the answer to each DELETE means (`answer::classify`: the
 //! guard's refusal keeps the template, anything else fails the pass).

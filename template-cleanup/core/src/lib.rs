@@ -11,7 +11,7 @@
 //! - [`select`]: which templates are candidates for a DELETE;
 //! - [`answer`]: what the API server's answer to that DELETE means.
 //!
-//! The binary (`collector/src`) reads the cluster, calls these functions, and sends the DELETEs.
+//! The binary (`template-cleanup/src`) reads the cluster, calls these functions, and sends the DELETEs.
 
 pub mod answer;
 pub mod declared;

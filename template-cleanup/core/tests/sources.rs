@@ -106,7 +106,7 @@ fn the_jobs_cluster_role_grants_the_sources_read_in_every_pass_and_no_other() {
     assert_eq!(
         on_source_groups(grants(rules)),
         expected(When::Always),
-        "{COMPONENT}: the ClusterRole's rules on the sources' groups must be the rows of collector/core/src/sources.rs read in every pass"
+        "{COMPONENT}: the ClusterRole's rules on the sources' groups must be the rows of template-cleanup/core/src/sources.rs read in every pass"
     );
 }
 
@@ -123,7 +123,7 @@ fn the_helm_component_grants_the_helm_rows_and_passes_the_flag() {
     assert_eq!(
         grants(&rules),
         expected(When::HelmReleases),
-        "{HELM}: the rules must be the rows of collector/core/src/sources.rs read with --helm-releases"
+        "{HELM}: the rules must be the rows of template-cleanup/core/src/sources.rs read with --helm-releases"
     );
     assert_eq!(
         patches["CronJob"],

@@ -51,7 +51,7 @@ fn status(code: u16, reason: &str, message: &str) -> Answer {
     ))
 }
 
-/// The guard of the core crate's tables (collector/core/tests/guard.json).
+/// The guard of the core crate's tables (template-cleanup/core/tests/guard.json).
 fn policy() -> Value {
     serde_json::from_str(include_str!("../core/tests/guard.json")).unwrap()
 }
