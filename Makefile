@@ -175,16 +175,16 @@ e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq
 		echo "kwctl is not on PATH: e2e.bats ran through the test host only."; \
 	fi
 
-# The clean-up end to end, with no cluster: template-cleanup against `testhost apiserver`, whose
-# validating webhook runs the compiled policy on template DELETEs (template-cleanup/tests/e2e.sh; needs
-# curl and jq). Prints TAP lines.
+# template-cleanup's end to end, with no cluster: the binary against `testhost apiserver`, whose
+# validating webhook runs the compiled policy on template DELETEs (template-cleanup/tests/e2e.sh;
+# needs curl and jq). Prints TAP lines.
 .PHONY: cleanup-e2e
 cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	cargo build -p template-cleanup --locked
 	template-cleanup/tests/e2e.sh
 
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
-# the alerts through promtool, the bounded fuzz run, e2e.bats, the clean-up end to end.
+# the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end.
 .PHONY: test
 test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e
 

@@ -2,16 +2,17 @@
 # Sets the policy's version everywhere it is written, in one step:
 #
 #   Cargo.toml            [package] version
-#   Cargo.lock            the capi-template-guard and template-cleanup entries (CI builds with --locked)
-#   template-cleanup/Cargo.toml  [package] version of template-cleanup (its --version)
+#   Cargo.lock            the capi-template-guard and template-cleanup entries (CI builds --locked)
+#   template-cleanup/Cargo.toml
+#                         [package] version of template-cleanup (its --version)
 #   metadata.yml          io.kubewarden.policy.version (checked against the tag by the release)
 #   artifacthub-pkg.yml   version, createdAt, the image tag, the release download link, install notes
 #   README.md, CONTRIBUTING.md, docs/*.md, examples/ (subdirectories too)
-#                         every <ociUrl>:vX.Y.Z, the clean-up image's tag (<owner's ghcr.io
-#                         path>/template-cleanup:vX.Y.Z), releases/download/vX.Y.Z, tag-pinned raw file
-#                         URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/), docs link
-#                         (<source>/blob/vX.Y.Z/) and kustomize
-#                         remote target (<source>//examples?ref=vX.Y.Z)
+#                         every <ociUrl>:vX.Y.Z, the template-cleanup image's tag (<owner's
+#                         ghcr.io path>/template-cleanup:vX.Y.Z), releases/download/vX.Y.Z,
+#                         tag-pinned raw file URL (raw.githubusercontent.com/OWNER/REPO/vX.Y.Z/),
+#                         docs link (<source>/blob/vX.Y.Z/) and kustomize remote target
+#                         (<source>//examples?ref=vX.Y.Z)
 #
 # Usage: scripts/bump-version.sh [--dry-run] [--root DIR] X.Y.Z
 #        make bump VERSION=X.Y.Z [DRY_RUN=1]
@@ -106,7 +107,7 @@ source_url="$(annotation 'io\.kubewarden\.policy\.source')"
 }
 regex_escape() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
 oci_re="$(regex_escape "$oci_url")"
-# The clean-up image is pushed beside the policy: ghcr.io/OWNER/template-cleanup (release.yml).
+# template-cleanup's image goes beside the policy (release.yml): ghcr.io/OWNER/template-cleanup.
 image_re="$(regex_escape "${oci_url%%/policies/*}/template-cleanup")"
 download_re="$(regex_escape "$source_url/releases/download/")"
 # Example files by URL, so that a reader of Artifact Hub needs no clone.

@@ -346,7 +346,8 @@ impl Cluster {
     }
 }
 
-/// Helm's release storage (`template-cleanup/src/helm.rs`): Secrets as metadata only, and one by name.
+/// Helm's release storage (`template-cleanup/src/helm.rs`): Secrets as metadata only, and one by
+/// name.
 impl Cluster {
     /// The metadata of every Secret matching `selector` in `namespace` (`None`: every namespace),
     /// handed to `each` page by page, following `continue`: the answers carry no Secret data

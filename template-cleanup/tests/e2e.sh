@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # End to end, with no cluster: template-cleanup against `testhost apiserver` (testhost/README.md),
 # whose DELETEs of templates go through its validating webhook, i.e. are judged by the compiled
-# policy.wasm the way kube-apiserver sends them to the policy server. The guard is the clean-up's
-# own, examples/cleanup/component/guard-cleanup.yaml, with the status Kubewarden gives an active
-# policy.
-# Prints TAP lines. Run from the repository root through `make cleanup-e2e`.
+# policy.wasm the way kube-apiserver sends them to the policy server. The guard is
+# template-cleanup's own, examples/cleanup/component/guard-cleanup.yaml, with the status Kubewarden
+# gives an active policy. Prints TAP lines. Run from the repository root through `make cleanup-e2e`.
 #
-# A case: `start EDIT [apiserver flags]` (the state below, edited by EDIT), `run ARGS` (the
-# clean-up, setting OUT, ERR and CODE), `check "what" is|has ...`, then `stop`.
+# A case: `start EDIT [apiserver flags]` (the state below, edited by EDIT), `run ARGS` (runs
+# template-cleanup, setting OUT, ERR and CODE), `check "what" is|has ...`, then `stop`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TESTHOST=${TESTHOST:-target/testhost/testhost}
@@ -61,7 +60,7 @@ state() {
           spec: {template: {spec: {}}}}]' >"$T/state.json"
 }
 
-# start EDIT [FLAGS...]: the API server on the state edited by EDIT, its webhook (the clean-up
+# start EDIT [FLAGS...]: the API server on the state edited by EDIT, its webhook (template-cleanup
 # guard's) running the policy, unless NO_POLICY=1 (then the webhook cannot be called); FLAGS go to
 # `testhost apiserver`. Sets KUBECONFIG and API.
 start() {
@@ -240,9 +239,9 @@ check "Helm, 5,000 revisions: the template a deployed release declares is left" 
 check "Helm, 5,000 revisions: listed as metadata, the 500 current revisions read" has "$OUT" "source Helm releases: 5000 Secrets listed (metadata only), 500 current revisions read, 500 objects declared (Secrets read in edge)"
 check "Helm, 5,000 revisions: ten pages listed" is "$(grep -c '^GET /api/v1/namespaces/edge/secrets?' "$T/api.log")" 10
 check "Helm, 5,000 revisions: only the deployed revisions fetched" is "$(grep -c '^GET /api/v1/namespaces/edge/secrets/sh.helm.release.v1.site-...\.v10[? ]' "$T/api.log")/$(grep -c '^GET /api/v1/namespaces/edge/secrets/' "$T/api.log")" 500/500
-echo "# Helm, 5,000 revisions: the clean-up's peak resident memory was $((hwm / 1024)) MiB"
+echo "# Helm, 5,000 revisions: template-cleanup's peak resident memory was $((hwm / 1024)) MiB"
 check "Helm, 5,000 revisions: the peak memory was read" test "$hwm" -gt 0
-check "Helm, 5,000 revisions: the clean-up stays under 64 MiB resident (the Job's limit is 128 MiB)" test "$hwm" -lt 65536
+check "Helm, 5,000 revisions: template-cleanup stays under 64 MiB resident (the Job's limit is 128 MiB)" test "$hwm" -lt 65536
 check "Helm, 5,000 revisions: free is still there" is "$(template_status free)" 200
 stop
 start "$(helm_state '"!!" | @base64')"

@@ -46,7 +46,7 @@ enum Command {
     /// Run seeded lifecycle simulations of the controllers around the policy and print the table
     Simulate(simulate::SimulateArgs),
     /// Serve a state file of objects as kube-apiserver does, DELETEs of templates judged by the
-    /// policy as a validating webhook (the clean-up's end to end)
+    /// policy as a validating webhook (template-cleanup's end to end)
     Apiserver(apiserver::http::ApiServerArgs),
 }
 

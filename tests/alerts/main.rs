@@ -3,9 +3,9 @@
 //! promtool reads plain rule files, not PrometheusRule objects, so the test writes the object's
 //! `spec.groups` to `rules.yaml`, copies the unit tests of this folder (`*.yaml`, promtool's
 //! `test rules` format) beside it, and runs `promtool check rules` and `promtool test rules`.
-//! The unit tests feed each alert the traffic it is for (the clean-up's one short burst per hour,
-//! a deploy tool stuck for a day, a failed pass) and the normal traffic that must not fire it
-//! (the clean-up's hourly refusals of templates in use).
+//! The unit tests feed each alert the traffic it is for (template-cleanup's one short burst per
+//! hour, a deploy tool stuck for a day, a failed pass) and the normal traffic that must not fire it
+//! (template-cleanup's hourly refusals of templates in use).
 //!
 //! Run by `make test` only (`make alert-tests`, which installs promtool first and passes it in
 //! `PROMTOOL`): Cargo.toml declares this test binary with `test = false`, so that `cargo test

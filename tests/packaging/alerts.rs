@@ -1,7 +1,7 @@
 //! What promtool cannot see in examples/prometheus-rule.yaml (tests/alerts/ runs promtool on it):
 //! the policy, webhook and CronJob names it selects are those the other examples give, the
-//! clean-up alert waits longer than the CronJob's deadline, and each alert's runbook is a section
-//! of docs/operations.md.
+//! template-cleanup alert waits longer than the CronJob's deadline, and each alert's runbook is a
+//! section of docs/operations.md.
 
 use super::*;
 use regex::Regex;
@@ -9,7 +9,8 @@ use regex::Regex;
 const RULES: &str = "examples/prometheus-rule.yaml";
 const RUNBOOKS: &str = "docs/operations.md";
 
-/// The names the other examples give: `clusterwide-<policy>`, its webhook, the clean-up CronJob.
+/// The names the other examples give: `clusterwide-<policy>`, its webhook, and the CronJob of
+/// template-cleanup.
 #[derive(Default)]
 struct Names {
     policies: BTreeSet<String>,

@@ -1,8 +1,8 @@
-//! The clean-up job's manifests (examples/cleanup/), its image and its release agree with the
+//! template-cleanup's manifests (examples/cleanup/), its image and its release agree with the
 //! guard and with each other: it may read the guard and delete exactly the template kinds the
 //! guard's rules guard, runs the image the release builds and signs, and runs locked down. (That
-//! the CronJob's arguments parse as template-cleanup's flags is checked by the collector crate
-//! itself, with its own parser: template-cleanup/src/cli.rs.)
+//! the CronJob's arguments parse as template-cleanup's flags is checked by the template-cleanup
+//! crate itself, with its own parser: template-cleanup/src/cli.rs.)
 
 use super::*;
 
@@ -14,7 +14,7 @@ fn manifests() -> Vec<Value> {
     yaml_documents(COMPONENT, &read(COMPONENT))
 }
 
-/// The first object of `kind` in the clean-up component.
+/// The first object of `kind` in the template-cleanup component.
 pub(super) fn object(kind: &str) -> Value {
     manifests()
         .into_iter()
@@ -120,8 +120,8 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
         "the ClusterRole must let the job get the guard's webhook configuration {webhook}"
     );
     // The deploy tools' rules (Flux, Argo CD, and Helm's with examples/cleanup/helm) are the rows
-    // of the core's sources table: template-cleanup/core/tests/sources.rs checks this ClusterRole, the
-    // Helm component and docs/cleanup.md against it, so no list of tools is repeated here.
+    // of the core's sources table: template-cleanup/core/tests/sources.rs checks this ClusterRole,
+    // the Helm component and docs/cleanup.md against it, so no list of tools is repeated here.
     let granted = granted();
     assert!(
         !granted.contains_key(&(String::new(), "secrets".to_string())),

@@ -10,7 +10,7 @@
 //!   contextAwareResources.
 //! - examples/kustomization.yaml installs RBAC and both policies; the optional PolicyServer
 //!   component runs them on a server of their own.
-//! - The clean-up job (examples/cleanup/) may delete exactly the kinds the guard guards, runs the
+//! - template-cleanup (examples/cleanup/) may delete exactly the kinds the guard guards, runs the
 //!   image the release builds for amd64 and arm64 and signs, locked down.
 //! - The release workflow pushes to the OCI repository named in metadata.yml, and the release
 //!   checklist makes public and verifies every artifact it publishes.

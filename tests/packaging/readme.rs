@@ -153,7 +153,7 @@ fn out_of_order<'a>(text: &str, needles: &[&'a str]) -> Option<&'a str> {
     None
 }
 
-/// Install in the order that works: deploy tool, RBAC, policies, wait, smoke test, clean-up.
+/// The install order that works: deploy tool, RBAC, policies, wait, smoke test, template-cleanup.
 #[test]
 fn the_readme_installs_in_the_order_that_works() {
     let readme = read("README.md");

@@ -49,9 +49,9 @@ fn release_workflow_publishes_the_repositorys_artifacthub_package() {
     );
 }
 
-/// Every artifact a release publishes (the policy, and the clean-up image that the CronJob of
-/// examples/cleanup pulls) is on the checklist of CONTRIBUTING.md: made public once, and verified
-/// with a copy-paste `cosign verify` of this version after each release.
+/// Every artifact a release publishes (the policy, and the template-cleanup image that the CronJob
+/// of examples/cleanup pulls) is on the checklist of CONTRIBUTING.md: made public once, and
+/// verified with a copy-paste `cosign verify` of this version after each release.
 #[test]
 fn the_release_checklist_covers_every_published_artifact() {
     let metadata = Metadata::load();

@@ -101,7 +101,7 @@ pub(crate) fn version_mentions(root: &Path) -> Vec<Mention> {
         format!("Cargo.lock entry of {PACKAGE}"),
         cargo_lock_version(&read(root, "Cargo.lock"), PACKAGE),
     );
-    // The collector ships with the policy and carries its version (its --version, its image tag).
+    // template-cleanup ships with the policy and carries its version (--version, the image tag).
     push(
         "template-cleanup/Cargo.toml [package] version".into(),
         cargo_toml_version(&read(root, "template-cleanup/Cargo.toml")),

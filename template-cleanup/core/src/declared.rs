@@ -1,8 +1,8 @@
 //! What the deploy tools still declare. A template a deploy tool declares is not retired, even
 //! if nothing references it yet: it may have been rendered a moment before the MachineDeployment
-//! that will point at it (Sylva's collector deleted such a Metal3DataTemplate and hung an upgrade,
-//! sylva-core issue 2820). Each reader takes an object as the API server returns it, as JSON; Helm's
-//! release storage is read by [`crate::helm`].
+//! that will point at it (Sylva's garbage collector deleted such a Metal3DataTemplate and hung an
+//! upgrade, sylva-core issue 2820). Each reader takes an object as the API server returns it, as
+//! JSON; Helm's release storage is read by [`crate::helm`].
 
 use std::collections::BTreeMap;
 

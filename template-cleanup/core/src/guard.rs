@@ -1,4 +1,4 @@
-//! The pre-flight: the clean-up is only safe because the guard refuses the DELETE of a template
+//! The pre-flight: template-cleanup is only safe because the guard refuses the DELETE of a template
 //! still in use. Before every pass it reads the guard's ClusterAdmissionPolicy (what is wanted)
 //! and the ValidatingWebhookConfiguration Kubewarden made of it (what kube-apiserver does), and
 //! deletes nothing unless both say the guard judges every DELETE the pass sends. A live probe
@@ -58,7 +58,7 @@ impl Rule {
     /// guard. kube-apiserver matches a namespaced object's request only when the rule's `scope`
     /// is absent, `*` or `Namespaced`; `Cluster`, or a value it does not know, matches none
     /// (k8s.io/apiserver v0.36.3 `pkg/admission/plugin/webhook/predicates/rules/rules.go`,
-    /// `Matcher.scope`). Every template is namespaced: the clean-up collects no other kind.
+    /// `Matcher.scope`). Every template is namespaced: template-cleanup collects no other kind.
     pub fn covers_delete(&self, group: &str, version: &str, plural: &str) -> bool {
         matches!(self.scope.as_deref(), None | Some("*" | "Namespaced"))
             && has(&self.api_groups, group)
@@ -108,7 +108,7 @@ fn narrows(selector: Option<&Value>) -> bool {
 }
 
 /// One field the pre-flight compares: where it is, the value its owner defaults it to when
-/// absent, the value the clean-up needs, and why.
+/// absent, the value template-cleanup needs, and why.
 struct FieldCheck {
     check: &'static str,
     field: &'static str,
@@ -251,24 +251,24 @@ pub fn webhook_configuration_name(guard: &str) -> String {
 /// `core/v1/well_known_labels.go`, `LabelMetadataName`).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// The clean-up's service account, as examples/cleanup/component/cleanup.yaml names it.
+/// template-cleanup's service account, as examples/cleanup/component/cleanup.yaml names it.
 pub const CLEANUP_ACCOUNT: &str = "capi-template-cleanup";
 
-/// The one matchCondition the clean-up's own policy carries (examples/cleanup/component/
-/// guard-cleanup.yaml): it selects the clean-up's service account in any namespace, so it is true
-/// for every DELETE the clean-up sends and exempts none of them. The main guard carries its
-/// negation, so that each template DELETE is judged by exactly one of the two policies.
+/// The one matchCondition template-cleanup's own policy carries (examples/cleanup/component/
+/// guard-cleanup.yaml): it selects template-cleanup's service account in any namespace, so it is
+/// true for every DELETE template-cleanup sends and exempts none of them. The main guard carries
+/// its negation, so that each template DELETE is judged by exactly one of the two policies.
 pub const SELECTS_THE_CLEANUP: (&str, &str) = (
     "only-capi-template-cleanup",
     "request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':capi-template-cleanup')",
 );
 
-/// Whether a matchCondition is provably true for the clean-up's DELETEs: exactly
+/// Whether a matchCondition is provably true for template-cleanup's DELETEs: exactly
 /// [`SELECTS_THE_CLEANUP`], whitespace aside. Anything else could be false for some template
 /// DELETE (an annotation, a namespace, another user), and kube-apiserver then skips the webhook
 /// and lets the DELETE through ("If any matchCondition evaluates to FALSE, the webhook is
 /// skipped", k8s.io/api `admissionregistration/v1/types.go`, `ValidatingWebhook.MatchConditions`);
-/// the clean-up cannot evaluate CEL, so it refuses.
+/// template-cleanup cannot evaluate CEL, so it refuses.
 fn harmless(condition: &Value) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     text(condition, "/name") == Some(SELECTS_THE_CLEANUP.0)
@@ -321,7 +321,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refus
     if let Some(exempting) = conditions.iter().find(|c| !harmless(c)) {
         return Err(refuse(
             "no matchCondition exempts a template DELETE",
-            format!("{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give the clean-up a policy whose only condition is {:?} (examples/cleanup).", SELECTS_THE_CLEANUP.0),
+            format!("{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give template-cleanup a policy whose only condition is {:?} (examples/cleanup).", SELECTS_THE_CLEANUP.0),
         ));
     }
     let sees_every = "the guard sees every template";
@@ -450,7 +450,7 @@ pub fn rule_groups(guard: &Guard) -> Vec<String> {
 /// The kinds a pass collects: each namespaced template kind the cluster serves whose DELETE the
 /// rules send to the guard, once, at the group's preferred version when the rules cover it. Only
 /// kinds named `*Template`: every kind the guard judges is one, and a wildcard rule must not make
-/// the clean-up delete Machines.
+/// template-cleanup delete Machines.
 pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<ServedKind> {
     let covered = |s: &&Served| {
         s.namespaced

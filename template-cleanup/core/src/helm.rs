@@ -150,7 +150,7 @@ pub struct HelmRevision {
     pub objects: Vec<DeclaredObject>,
 }
 
-/// The part of Helm's release JSON the clean-up reads (helm `pkg/release/v1/release.go` and
+/// The part of Helm's release JSON template-cleanup reads (helm `pkg/release/v1/release.go` and
 /// `info.go`@v4.2.4; `pkg/release/release.go`@v3.21.4): serde skips the rest (chart, values) as it
 /// parses, so only the manifest is kept.
 #[derive(Deserialize)]
@@ -275,7 +275,7 @@ fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObjec
     Ok(out)
 }
 
-/// What the clean-up reads of a Flux HelmRelease: where helm-controller stores its release and
+/// What template-cleanup reads of a Flux HelmRelease: where helm-controller stores its release and
 /// where the release renders (helm-controller v1.5.0 `api/v2/helmrelease_types.go:1480-1496`,
 /// `GetReleaseNamespace`, `GetStorageNamespace`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! so that the test host's simulation runs the same code as the shipped binary.
 //!
 //! - [`guard`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
-//!   the kinds its rules make the clean-up collect;
+//!   the kinds its rules make template-cleanup collect;
 //! - [`probe`]: the live probe, a dry-run DELETE the guard must refuse;
 //! - [`sources`]: the desired-state sources, one row each (group, kind, reader, RBAC);
 //! - [`declared`]: what the deploy tools still declare (Flux Kustomizations, Argo CD
@@ -11,7 +11,8 @@
 //! - [`select`]: which templates are candidates for a DELETE;
 //! - [`answer`]: what the API server's answer to that DELETE means.
 //!
-//! The binary (`template-cleanup/src`) reads the cluster, calls these functions, and sends the DELETEs.
+//! The binary (`template-cleanup/src`) reads the cluster, calls these functions, and sends the
+//! DELETEs.
 
 pub mod answer;
 pub mod declared;
@@ -33,8 +34,8 @@ pub const CLEANUP_VALUE: &str = "true";
 /// `core/reconcilers/topology/cluster/reconcile_state.go:423`@v1.14.0).
 pub const TOPOLOGY_OWNED_LABEL: &str = "topology.cluster.x-k8s.io/owned";
 
-/// A namespaced kind as the API serves it: the version is the one the clean-up lists and deletes
-/// through.
+/// A namespaced kind as the API serves it: the version is the one template-cleanup lists and
+/// deletes through.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ServedKind {
     pub group: String,

@@ -92,7 +92,7 @@ impl ListedTemplate {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "reason")]
 pub enum Skip {
-    /// Neither the clean-up label nor a topology copy, or opted out with the label set to
+    /// Neither the cleanup label nor a topology copy, or opted out with the label set to
     /// `false`.
     NotMarked,
     /// Already being deleted: the garbage collector or a finalizer holder has it.
@@ -126,7 +126,7 @@ impl std::fmt::Display for Skip {
     }
 }
 
-/// Whether `template` is a candidate: marked (the clean-up label, or a topology copy that does
+/// Whether `template` is a candidate: marked (the cleanup label, or a topology copy that does
 /// not opt out with the label set to `false`), not being deleted, older than `min_age` seconds at
 /// `now`, and declared by no deploy tool.
 pub fn candidate(

@@ -16,7 +16,7 @@ use template_cleanup_core::ServedKind;
 mod common;
 use common::{kind, m3mt, INFRA};
 
-/// The clean-up's guard as examples/cleanup installs it (Metal3MachineTemplates only), active,
+/// template-cleanup's guard as examples/cleanup installs it (Metal3MachineTemplates only), active,
 /// its conditions True; the binary's tests use the same file.
 fn good_policy() -> Value {
     serde_json::from_str(include_str!("guard.json")).unwrap()
@@ -213,8 +213,8 @@ fn pre_flight_on_the_live_webhook(
     }
 }
 
-/// The shipped clean-up policy carries exactly the condition the pre-flight accepts, and the main
-/// guard its negation, so that every template DELETE is judged by exactly one of them.
+/// The shipped template-cleanup policy carries exactly the condition the pre-flight accepts, and
+/// the main guard its negation, so that every template DELETE is judged by exactly one of them.
 #[test]
 fn the_shipped_policies_carry_the_cleanups_condition() {
     let read = |path: &str| -> Value {
@@ -238,12 +238,12 @@ fn the_shipped_policies_carry_the_cleanups_condition() {
         .unwrap()
         .iter()
         .find(|c| c["name"] == "not-capi-template-cleanup")
-        .expect("the main guard leaves the clean-up's DELETEs to its own policy");
+        .expect("the main guard leaves template-cleanup's DELETEs to its own policy");
     assert_eq!(
         squash(exclusion["expression"].as_str().unwrap()),
         format!("!({})", SELECTS_THE_CLEANUP.1)
     );
-    // the same module, settings, rules and lookups: the clean-up's DELETEs are judged alike
+    // the same module, settings, rules and lookups: template-cleanup's DELETEs are judged alike
     for field in [
         "module",
         "settings",
@@ -259,7 +259,7 @@ fn the_shipped_policies_carry_the_cleanups_condition() {
     }
 }
 
-/// A one-document YAML file as JSON (the clean-up's policy and the main guard).
+/// A one-document YAML file as JSON (template-cleanup's policy and the main guard).
 fn yaml_value(text: &str) -> Value {
     yaml_serde::from_str(text).unwrap()
 }

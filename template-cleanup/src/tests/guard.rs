@@ -17,7 +17,7 @@ fn deletes(seen: &[Seen]) -> Vec<(String, bool)> {
 }
 
 /// The guard's webhook is read before any DELETE: missing, unreadable, failing open, with a
-/// matchCondition that could exempt a template DELETE, or with a selector the clean-up cannot
+/// matchCondition that could exempt a template DELETE, or with a selector template-cleanup cannot
 /// evaluate, the pass deletes nothing and exits 2.
 #[rstest]
 #[case::webhook_missing(
@@ -310,7 +310,7 @@ async fn a_read_that_keeps_failing_stops_the_pass(
     assert!(deletes(&seen).is_empty());
 }
 
-/// Topology copies are collected without the clean-up label, unless labelled
+/// Topology copies are collected without the cleanup label, unless labelled
 /// `capi-template-guard.kubewarden.io/cleanup=false`: that one is left, saying so, and gets no
 /// DELETE.
 #[tokio::test]

@@ -1,5 +1,5 @@
-//! The clean-up job (examples/cleanup: hourly, `--min-age=10m`), running template-cleanup's own
-//! decisions (template-cleanup/core): which templates are candidates (`select::candidate`: the clean-up
+//! template-cleanup as examples/cleanup runs it (hourly, `--min-age=10m`), with its own decisions
+//! (template-cleanup/core): which templates are candidates (`select::candidate`: the cleanup
 //! label or a topology copy, not being deleted, old enough, declared by no deploy tool: what the
 //! simulated tool publishes) and what the answer to each DELETE means (`answer::classify`: the
 //! guard's refusal keeps the template, anything else fails the pass).
@@ -89,7 +89,7 @@ mod tests {
     use super::super::world::Verdict;
     use super::*;
 
-    /// On a World of one free template with the clean-up label, past `--min-age`: the job
+    /// On a World of one free template with the cleanup label, past `--min-age`: the job
     /// deletes it, unless the deploy tool still declares it.
     #[test]
     fn the_job_leaves_what_the_deploy_tool_declares() {

@@ -31,7 +31,7 @@ type Revisions = (Vec<Obj>, Vec<Obj>, BTreeSet<Ref>);
 pub struct DeployTool {
     tool: Deployer,
     phase: Phase,
-    /// Templates the upgrade retired (to be deleted by the tool or collected by the clean-up job).
+    /// Templates the upgrade retired (to be deleted by the tool or collected by template-cleanup).
     retired: BTreeSet<Ref>,
     /// Retired templates it gave up deleting (leaked): in no release or inventory any more.
     given_up: BTreeSet<Ref>,
@@ -297,7 +297,7 @@ mod tests {
             assert_eq!(prunes.count(), 0, "seed {seed}");
             leaked += metrics.leaked;
         }
-        // every retired template was owned, and left to the clean-up job
+        // every retired template was owned, and left to template-cleanup
         assert!(leaked > 0);
     }
 }

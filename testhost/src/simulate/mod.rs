@@ -256,7 +256,7 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     });
     let flows = std::iter::once(header).chain(flows).map(Vec::from);
     println!("{}\n", markdown(flows.collect()));
-    println!("Explained leaks, by what the tool does with a refused delete (allowed in these flows only; the clean-up job collects them):");
+    println!("Explained leaks, by what the tool does with a refused delete (allowed in these flows only; template-cleanup collects them):");
     for d in Deployer::ALL {
         if let (Deployer::Tool(behaviour), Some(why)) = (d, d.on_refusal().explained_leak()) {
             println!("  {behaviour:?}: {why}");

@@ -44,7 +44,7 @@ impl Deployer {
                 "rolls back, retries twice (helm-controller retries 2)"
             }
             Deployer::Tool(OnRefusal::SkipOwned { .. }) => "skips owned objects (Argo CD prune)",
-            Deployer::Tool(OnRefusal::Keep) => "keeps, the clean-up job collects",
+            Deployer::Tool(OnRefusal::Keep) => "keeps, template-cleanup collects",
             Deployer::Topology => "ClusterClass topology",
         }
     }
@@ -72,12 +72,12 @@ pub enum OnRefusal {
     /// Never deletes an object with ownerReferences (forgotten); a refused delete of another is
     /// retried this many times, from 5 s doubling, then forgotten.
     SkipOwned { retries: u32 },
-    /// Never deletes: the template keeps the clean-up label and the job collects it.
+    /// Never deletes: the template keeps the cleanup label and the job collects it.
     Keep,
 }
 
 impl OnRefusal {
-    /// Why templates leak with this behaviour (the clean-up job collects them); `None`: they do
+    /// Why templates leak with this behaviour (template-cleanup collects them); `None`: they do
     /// not, and a leak fails the simulation.
     pub fn explained_leak(self) -> Option<&'static str> {
         match self {
@@ -231,16 +231,16 @@ metrics! {
     /// nothing collected them.
     left: "templates left at the end, nothing collected them (must be 0)",
     refused_creates: "refused Metal3Machine creates (must be 0)",
-    /// Clean-up passes that failed on an answer other than the guard's refusal.
-    cleanup_failed: "clean-up passes failed on another answer (must be 0)",
+    /// template-cleanup passes that failed on an answer other than the guard's refusal.
+    cleanup_failed: "template-cleanup passes failed on another answer (must be 0)",
     refused: "refused deletes",
     /// Reconcile errors on templates released because their Cluster is being deleted, in
     /// controllers that have not been told to delete yet (nothing scales up any more, and CAPM3
     /// makes no node-reuse decisions while the Cluster is being deleted).
     missing_cluster_deleting: "missing-template errors while the Cluster is being deleted",
     retries: "retries",
-    /// Templates a clean-up pass left to the deploy tool that still declares them.
-    cleanup_declared: "clean-up candidates left to the deploy tool that declares them",
+    /// Templates a template-cleanup pass left to the deploy tool that still declares them.
+    cleanup_declared: "template-cleanup candidates left to the deploy tool that declares them",
     decisions: "node-reuse decisions made",
     /// Decisions CAPM3 >= 1.13 cannot make (no reuse): it may not read an RKE2 control plane.
     no_rbac: "decisions CAPM3 >= 1.13 cannot make: no RBAC for an RKE2 control plane",

@@ -1,5 +1,5 @@
 //! One seeded run: the event loop that wakes each actor (the deploy tool, the controllers, the
-//! lifecycle, the clean-up job) at random times on one [`World`].
+//! lifecycle, template-cleanup) at random times on one [`World`].
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,7 +23,7 @@ use super::world::{Actor, Admit, Controller, WorkQueue, World};
 use crate::apiserver::objects::{Kind, HOUR};
 use crate::apiserver::Api;
 
-/// Everything settles before this (the clean-up job runs hourly until then).
+/// Everything settles before this (template-cleanup runs hourly until then).
 const HORIZON: u64 = 12 * HOUR;
 
 /// A run of `seed` with `admit` as the admission chain: its scenario, metrics and trace (empty

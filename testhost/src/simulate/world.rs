@@ -91,8 +91,8 @@ pub struct Status {
     pub upgrade_done: bool,
     /// `clusterctl move`: `Some(true)` moved, `Some(false)` failed half done.
     pub moved: Option<bool>,
-    /// The templates the deploy tool still declares (in its release or inventory), which the
-    /// clean-up job leaves to it.
+    /// The templates the deploy tool still declares (in its release or inventory), which
+    /// template-cleanup leaves to it.
     pub declared: BTreeSet<Ref>,
 }
 
