@@ -44,7 +44,7 @@ pub struct RunArgs {
 /// The part of metadata.yml the host enforces.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Metadata {
+struct PolicyMetadata {
     #[serde(default)]
     context_aware_resources: BTreeSet<ContextAwareResource>,
 }
@@ -72,7 +72,7 @@ impl PolicyModule {
             .map(|file| -> Result<_> {
                 let text = std::fs::read_to_string(file)
                     .with_context(|| format!("cannot read metadata file {}", file.display()))?;
-                let parsed: Metadata = serde_yaml::from_str(&text)
+                let parsed: PolicyMetadata = serde_yaml::from_str(&text)
                     .with_context(|| format!("cannot parse metadata file {}", file.display()))?;
                 Ok((file.to_path_buf(), parsed.context_aware_resources))
             })

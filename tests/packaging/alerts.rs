@@ -143,11 +143,11 @@ fn the_clean_up_alert_waits_past_the_jobs_deadline() {
 /// release test checks the tag and that the anchor exists), and the docs name no other alert.
 #[test]
 fn every_alert_has_its_runbook_section() {
-    let source = Metadata::load()
+    let source = PolicyMetadata::load()
         .annotation(ANNOTATION_SOURCE)
         .trim_end_matches('/')
         .to_string();
-    let version = Metadata::load().version().to_string();
+    let version = PolicyMetadata::load().version().to_string();
     let docs = read(RUNBOOKS);
     let mut defined = BTreeSet::new();
     for rule in alert_rules() {

@@ -8,7 +8,7 @@ use super::*;
 
 #[test]
 fn versions_agree() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let artifacthub = yaml_file("artifacthub-pkg.yml");
     let cargo = env!("CARGO_PKG_VERSION");
     assert_eq!(
@@ -25,7 +25,7 @@ fn versions_agree() {
 
 #[test]
 fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let pkg = yaml_file("artifacthub-pkg.yml");
     let what = "artifacthub-pkg.yml";
     let version = metadata.version();
@@ -156,7 +156,7 @@ fn artifacthub_pkg_is_what_kwctl_scaffold_derives_from_metadata() {
     check_artifacthub_annotations(&metadata, &pkg);
 }
 
-fn check_artifacthub_annotations(metadata: &Metadata, pkg: &Value) {
+fn check_artifacthub_annotations(metadata: &PolicyMetadata, pkg: &Value) {
     let what = "artifacthub-pkg.yml annotations";
     let annotations = pkg
         .get("annotations")
@@ -269,7 +269,7 @@ fn author_entries(author: &str) -> Result<Vec<(String, String)>, Vec<String>> {
 /// optional.
 #[test]
 fn author_annotation_is_accepted_by_kwctl_scaffold() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let Some(author) = metadata.annotations.get(ANNOTATION_AUTHOR) else {
         return;
     };
@@ -288,7 +288,9 @@ fn author_annotation_is_accepted_by_kwctl_scaffold() {
 fn check_install_text(install: &str, oci: &str) {
     let what = "artifacthub-pkg.yml install";
     let version = oci.rsplit(':').next().unwrap_or_default();
-    let source = Metadata::load().annotation(ANNOTATION_SOURCE).to_string();
+    let source = PolicyMetadata::load()
+        .annotation(ANNOTATION_SOURCE)
+        .to_string();
     let examples = format!("kubectl apply -k '{source}//examples?ref={version}'");
     assert!(
         install.contains(&examples),
@@ -353,9 +355,11 @@ pub(crate) fn minimum_kubewarden(readme: &str) -> String {
 
 #[test]
 fn the_install_check_refuses_a_scaffold_without_context_aware_resources() {
-    let oci = Metadata::load().oci_reference();
+    let oci = PolicyMetadata::load().oci_reference();
     let version = oci.rsplit(':').next().unwrap_or_default();
-    let source = Metadata::load().annotation(ANNOTATION_SOURCE).to_string();
+    let source = PolicyMetadata::load()
+        .annotation(ANNOTATION_SOURCE)
+        .to_string();
     let minimum = minimum_kubewarden(&read("README.md"));
     let good = format!(
         "Kubewarden {minimum} or newer\nkubectl apply -k '{source}//examples?ref={version}'\n\
@@ -452,7 +456,7 @@ fn the_recommended_chart_is_the_admission_controller() {
 /// The license every manifest declares is the one the repository ships in full.
 #[test]
 fn the_declared_license_is_the_license_file() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     assert_eq!(metadata.annotation(ANNOTATION_LICENSE), "Apache-2.0");
     assert_eq!(
         read("Cargo.toml")

@@ -179,7 +179,7 @@ fn the_namespace_is_written_once_and_the_binding_names_the_account() {
 
 #[test]
 fn the_job_runs_the_released_image_locked_down() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let oci = metadata.annotation(ANNOTATION_OCI_URL);
     let owner = oci
         .split("/policies/")

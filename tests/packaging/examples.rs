@@ -101,7 +101,7 @@ fn every_example_manifest_is_a_kubernetes_object() {
 
 #[test]
 fn example_policies_stay_within_metadata() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let metadata_rules = metadata.rules();
     let metadata_resources = metadata.context_aware_resources();
     let known_settings = readme::question_variables();
@@ -172,7 +172,7 @@ fn example_policies_stay_within_metadata() {
         // pins no version: the examples must work on every release.
         for resource in &listed {
             for version in catalogue_versions(&resource.kind) {
-                let wanted = Resource {
+                let wanted = ContextAwareResource {
                     api_version: format!("{}/{version}", resource.group()),
                     kind: resource.kind.clone(),
                 };
@@ -214,8 +214,8 @@ fn catalogue_versions(kind: &str) -> Vec<String> {
 /// without them the policy cannot tell which providers are installed and refuses with a 500.
 #[test]
 fn example_policies_together_read_what_metadata_declares() {
-    let metadata = Metadata::load().context_aware_resources();
-    let crd = Resource {
+    let metadata = PolicyMetadata::load().context_aware_resources();
+    let crd = ContextAwareResource {
         api_version: "apiextensions.k8s.io/v1".to_string(),
         kind: "CustomResourceDefinition".to_string(),
     };

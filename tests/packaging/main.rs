@@ -127,12 +127,12 @@ fn strings(value: &Value, what: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // metadata.yml
 
-struct Metadata {
+struct PolicyMetadata {
     raw: Value,
     annotations: BTreeMap<String, String>,
 }
 
-impl Metadata {
+impl PolicyMetadata {
     fn load() -> Self {
         let raw = yaml_file("metadata.yml");
         let annotations = raw
@@ -148,7 +148,7 @@ impl Metadata {
                 (k.clone(), text)
             })
             .collect();
-        Metadata { raw, annotations }
+        PolicyMetadata { raw, annotations }
     }
 
     fn annotation(&self, key: &str) -> &str {
@@ -184,7 +184,7 @@ impl Metadata {
             .collect()
     }
 
-    fn context_aware_resources(&self) -> BTreeSet<Resource> {
+    fn context_aware_resources(&self) -> BTreeSet<ContextAwareResource> {
         let list = self
             .raw
             .get("contextAwareResources")
@@ -252,12 +252,12 @@ impl Rule {
 
 /// A context-aware resource: apiVersion and kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Resource {
+struct ContextAwareResource {
     api_version: String,
     kind: String,
 }
 
-impl Resource {
+impl ContextAwareResource {
     fn group(&self) -> &str {
         match self.api_version.rsplit_once('/') {
             Some((group, _)) => group,
@@ -271,18 +271,18 @@ impl Resource {
     }
 }
 
-impl std::fmt::Display for Resource {
+impl std::fmt::Display for ContextAwareResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.api_version, self.kind)
     }
 }
 
-fn resources(list: &Value, what: &str) -> BTreeSet<Resource> {
+fn resources(list: &Value, what: &str) -> BTreeSet<ContextAwareResource> {
     list.as_array()
         .unwrap_or_else(|| panic!("{what} must be a list"))
         .iter()
         .enumerate()
-        .map(|(i, item)| Resource {
+        .map(|(i, item)| ContextAwareResource {
             api_version: str_at(item, "/apiVersion", &format!("{what}[{i}]")).to_string(),
             kind: str_at(item, "/kind", &format!("{what}[{i}]")).to_string(),
         })

@@ -8,7 +8,7 @@ use super::*;
 
 #[test]
 fn rbac_grants_read_access_to_exactly_the_context_aware_resources() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let what = "examples/rbac.yaml";
     let documents = yaml_documents(what, &read(what));
 
@@ -102,7 +102,7 @@ fn context_aware_resources_are_what_the_catalogue_reads() {
                 .map(move |v| format!("{group}/{v}/{kind}"))
         })
         .collect();
-    let listed: BTreeSet<String> = Metadata::load()
+    let listed: BTreeSet<String> = PolicyMetadata::load()
         .context_aware_resources()
         .iter()
         .map(|r| {

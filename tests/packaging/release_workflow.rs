@@ -9,7 +9,7 @@ use super::*;
 
 #[test]
 fn release_workflow_pushes_to_the_metadata_oci_url() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let what = ".github/workflows/release.yml";
     let workflow = yaml_file(what);
     let jobs = workflow["jobs"]
@@ -54,7 +54,7 @@ fn release_workflow_publishes_the_repositorys_artifacthub_package() {
 /// verified with a copy-paste `cosign verify` of this version after each release.
 #[test]
 fn the_release_checklist_covers_every_published_artifact() {
-    let metadata = Metadata::load();
+    let metadata = PolicyMetadata::load();
     let policy = metadata.annotation(ANNOTATION_OCI_URL).to_string();
     let owner = policy
         .split("/policies/")

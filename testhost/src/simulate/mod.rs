@@ -6,7 +6,6 @@
 //! run twice: with the policy, and without it (every request allowed, nothing mutated).
 
 mod capm3;
-mod cleanup;
 mod cluster;
 mod clusterctl;
 mod controlplane;
@@ -19,6 +18,7 @@ mod namespace;
 mod rng;
 mod scenario;
 mod sim;
+mod template_cleanup;
 mod topology;
 mod verdicts;
 mod world;

@@ -137,7 +137,7 @@ pub struct Scenario {
     pub remove_md: bool,
     pub upgrade_at: u64,
     pub lifecycle_at: u64,
-    pub cleanup_offset: u64,
+    pub template_cleanup_at: u64,
     /// KubeadmControlPlane 1.12.0-1.12.5 (or CAPRKE2 0.25.0): deleting the control plane fails
     /// while its machine template is missing.
     pub cp_needs_template_on_delete: bool,
@@ -187,7 +187,7 @@ impl Scenario {
             remove_md: deployer == Deployer::Topology && rng.chance(40),
             upgrade_at,
             lifecycle_at: upgrade_at + rng.range(0, 2 * HOUR),
-            cleanup_offset: rng.range(0, HOUR - 1),
+            template_cleanup_at: rng.range(0, HOUR - 1),
             cp_needs_template_on_delete: false,
         };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
@@ -232,7 +232,7 @@ metrics! {
     left: "templates left at the end, nothing collected them (must be 0)",
     refused_creates: "refused Metal3Machine creates (must be 0)",
     /// template-cleanup passes that failed on an answer other than the guard's refusal.
-    cleanup_failed: "template-cleanup passes failed on another answer (must be 0)",
+    template_cleanup_failed: "template-cleanup passes failed on another answer (must be 0)",
     refused: "refused deletes",
     /// Reconcile errors on templates released because their Cluster is being deleted, in
     /// controllers that have not been told to delete yet (nothing scales up any more, and CAPM3
@@ -240,7 +240,7 @@ metrics! {
     missing_cluster_deleting: "missing-template errors while the Cluster is being deleted",
     retries: "retries",
     /// Templates a template-cleanup pass left to the deploy tool that still declares them.
-    cleanup_declared: "template-cleanup candidates left to the deploy tool that declares them",
+    template_cleanup_declared: "template-cleanup candidates left to the deploy tool that declares them",
     decisions: "node-reuse decisions made",
     /// Decisions CAPM3 >= 1.13 cannot make (no reuse): it may not read an RKE2 control plane.
     no_rbac: "decisions CAPM3 >= 1.13 cannot make: no RBAC for an RKE2 control plane",
@@ -257,6 +257,6 @@ impl Metrics {
             .explained_leak()
             .map_or(self.leaked, |_| 0);
         let must_be_zero = self.lost + self.missing + self.stuck + self.left;
-        must_be_zero + self.refused_creates + self.cleanup_failed + unexplained_leaks > 0
+        must_be_zero + self.refused_creates + self.template_cleanup_failed + unexplained_leaks > 0
     }
 }

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 
 use super::capm3::Capm3;
-use super::cleanup::CleanupJob;
 use super::cluster::{self, ClusterDeletion};
 use super::clusterctl::Clusterctl;
 use super::controlplane;
@@ -18,6 +17,7 @@ use super::machinedeployment;
 use super::machineset;
 use super::namespace::NamespaceController;
 use super::scenario::{Lifecycle, Metrics, Scenario};
+use super::template_cleanup::TemplateCleanup;
 use super::topology;
 use super::world::{Actor, Admit, Controller, WorkQueue, World};
 use crate::apiserver::objects::{Kind, HOUR};
@@ -83,7 +83,7 @@ pub fn run(
     if let Some(actor) = lifecycle {
         add(&mut w, actor, sc.lifecycle_at);
     }
-    add(&mut w, Box::new(CleanupJob), sc.cleanup_offset);
+    add(&mut w, Box::new(TemplateCleanup), sc.template_cleanup_at);
 
     let mut flow_done = None;
     while let Some(Reverse((t, _, index))) = queue.pop() {

@@ -23,9 +23,9 @@ const START: i64 = 1_793_491_200;
 const GUARD: &str = "capi-template-guard";
 
 #[derive(Debug, Default)]
-pub struct CleanupJob;
+pub struct TemplateCleanup;
 
-impl Actor for CleanupJob {
+impl Actor for TemplateCleanup {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
         let now = START + w.now as i64;
         let templates: Vec<(Ref, ListedTemplate)> = w.read(|s| {
@@ -44,7 +44,7 @@ impl Actor for CleanupJob {
         for (r, t) in templates {
             match select::candidate(&t, now, MIN_AGE as i64, &declared) {
                 Ok(()) => candidates.push(r),
-                Err(Skip::Declared { .. }) => w.m.cleanup_declared += 1,
+                Err(Skip::Declared { .. }) => w.m.template_cleanup_declared += 1,
                 Err(_) => {}
             }
         }
@@ -63,7 +63,7 @@ impl Actor for CleanupJob {
                 causes: Vec::new(),
             });
             if let TemplateOutcome::Failed(why) = answer::classify(GUARD, refused.as_ref()) {
-                w.m.cleanup_failed += 1;
+                w.m.template_cleanup_failed += 1;
                 w.ev(|| format!("template-cleanup: {r}: {why}: the pass fails"));
             }
         }
@@ -107,10 +107,10 @@ mod tests {
                 w.status.declared.insert(r.clone());
             }
             w.now = MIN_AGE;
-            CleanupJob.step(&mut w).unwrap();
+            TemplateCleanup.step(&mut w).unwrap();
             let gone = w.read(|s| !s.exists(&r));
             assert_eq!(gone, deleted, "declared: {declared}");
-            assert_eq!(w.m.cleanup_declared, u64::from(declared));
+            assert_eq!(w.m.template_cleanup_declared, u64::from(declared));
         }
     }
 }
