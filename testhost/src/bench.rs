@@ -38,10 +38,10 @@ pub struct BenchArgs {
 /// The release lines the DELETE's host calls are counted on: Cluster API 1.10 (v1beta1 only),
 /// then 1.11 or later with CAPM3 up to 1.12, then with CAPM3 1.13 or later and RKE2 0.22 or
 /// later. Timings are taken on the second.
-const LINES: [Installed; 3] = [
-    Installed::new(false, false, None),
-    Installed::new(true, false, None),
-    Installed::new(true, true, Some(true)),
+const LINES: [Providers; 3] = [
+    Providers::new(false, false, None),
+    Providers::new(true, false, None),
+    Providers::new(true, true, Some(true)),
 ];
 
 /// The template the DELETE asks for: owned by the last Cluster, named by its last MachineSet and
@@ -188,7 +188,7 @@ impl Bench {
         module: &PolicyModule,
         allow_list: &BTreeSet<ContextAwareResource>,
         store: &Store,
-        line: Installed,
+        line: Providers,
         masks: bool,
     ) -> Result<Bench> {
         let mut api = Api::new(line);
@@ -258,7 +258,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The validate payload of `operation` on `obj`, at the newest version `line` serves.
-fn payload(operation: &str, obj: &Obj, line: &Installed) -> Result<Vec<u8>> {
+fn payload(operation: &str, obj: &Obj, line: &Providers) -> Result<Vec<u8>> {
     let version = ["v1beta1", "v1beta2"][usize::from(line.serves(obj.kind, "v1beta2"))];
     let user = "system:serviceaccount:capi-system:capi-manager";
     let (request, _) = admission_request(operation, obj, version, line, "bench", user);
@@ -271,7 +271,7 @@ fn payload(operation: &str, obj: &Obj, line: &Installed) -> Result<Vec<u8>> {
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     let module = PolicyModule::open(&args.policy)?;
     let allow_list = module.allow_list(true);
-    let load = |store: &Store, line: Installed, masks: bool| {
+    let load = |store: &Store, line: Providers, masks: bool| {
         Bench::load(&module, &allow_list, store, line, masks)
     };
     let line = LINES[1];

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::host::{lock, Responder};
 use crate::session::KubeRequest;
-use objects::{installed, Installed, Kind, Store, NAMESPACE};
+use objects::{installed, Kind, Providers, Store, NAMESPACE};
 use render::render;
 
 /// apiVersion, kind, namespace ("" for a cluster-scoped object) and name.
@@ -28,7 +28,7 @@ const BUILT_IN: [(&str, &str); 3] = [("v1", "Namespace"), ("v1", "Secret"), ("v1
 /// The simulated cluster(s): the management cluster, and the target of a `clusterctl move`.
 #[derive(Debug, Clone, Default)]
 pub struct Api {
-    pub installed: Installed,
+    pub installed: Providers,
     pub stores: [Store; 2],
     /// Which store answers the policy's lookups (0: source, 1: move target).
     pub active: usize,
@@ -43,7 +43,7 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(installed: Installed) -> Self {
+    pub fn new(installed: Providers) -> Self {
         Api {
             installed,
             ..Api::default()
@@ -286,7 +286,7 @@ mod tests {
 
     /// Cluster API >= 1.11, CAPM3 <= 1.12, no RKE2, one MachineSet, and a held policy.
     fn api() -> Api {
-        let mut api = Api::new(Installed::new(true, false, None));
+        let mut api = Api::new(Providers::new(true, false, None));
         let (infra, bootstrap) = (Kind::Metal3MachineTemplate, Kind::KubeadmConfigTemplate);
         let (infra, bootstrap) = (Ref::new(infra, "w-1"), Ref::new(bootstrap, "b-1"));
         let ms = MsSpec {

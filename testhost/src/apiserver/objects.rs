@@ -114,7 +114,7 @@ impl Kind {
 
 /// Which provider releases are installed, and so which API versions each provider serves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Installed {
+pub struct Providers {
     /// Cluster API >= 1.11 (with kubeadm bootstrap and control plane): v1beta1 and v1beta2.
     pub capi_v1beta2: bool,
     /// CAPM3 >= 1.13: v1beta1 and v1beta2 (and node reuse read from the owner's template).
@@ -123,9 +123,9 @@ pub struct Installed {
     pub rke2: Option<bool>,
 }
 
-impl Installed {
+impl Providers {
     pub const fn new(capi_v1beta2: bool, metal3_v1beta2: bool, rke2: Option<bool>) -> Self {
-        Installed {
+        Providers {
             capi_v1beta2,
             metal3_v1beta2,
             rke2,

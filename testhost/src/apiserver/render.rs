@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::kube;
-use super::objects::{Installed, Kind, Obj, Ref, Spec, NAMESPACE};
+use super::objects::{Kind, Obj, Providers, Ref, Spec, NAMESPACE};
 
 /// The AdmissionReview request of a DELETE, CREATE or UPDATE of `obj` by `user`, with `obj` at
 /// `version`, and the object as sent.
@@ -13,7 +13,7 @@ pub fn admission_request(
     operation: &str,
     obj: &Obj,
     version: &str,
-    installed: &Installed,
+    installed: &Providers,
     uid: &str,
     user: &str,
 ) -> (Value, Value) {
@@ -70,13 +70,13 @@ fn timestamp(secs: u64) -> String {
 
 /// A ClusterClass reference: apiVersion (the version the provider serves its templates at),
 /// kind and name.
-fn class_ref(r: &Ref, installed: &Installed) -> Value {
+fn class_ref(r: &Ref, installed: &Providers) -> Value {
     json!({"apiVersion": installed.api_version(r.kind), "kind": r.kind.name(), "name": r.name})
 }
 
 /// A v1beta1 ObjectReference (a class reference with the namespace), or a v1beta2
 /// ContractVersionedObjectReference.
-fn reference(r: &Ref, version: &str, installed: &Installed) -> Value {
+fn reference(r: &Ref, version: &str, installed: &Providers) -> Value {
     if version != "v1beta1" {
         return json!({"apiGroup": r.kind.group(), "kind": r.kind.name(), "name": r.name});
     }
@@ -100,7 +100,7 @@ fn omit_empty(mut value: Value) -> Value {
 }
 
 /// The object as the API server returns it at `version`.
-pub fn render(obj: &Obj, version: &str, installed: &Installed) -> Value {
+pub fn render(obj: &Obj, version: &str, installed: &Providers) -> Value {
     let cluster_owner = obj.owner_cluster.iter().map(|cluster| {
         json!({
             "apiVersion": installed.api_version(Kind::Cluster),

@@ -2,7 +2,7 @@
 //! the world it starts with, and what a run measures.
 
 use super::rng::Rng;
-use crate::apiserver::objects::{Installed, Kind, HOUR};
+use crate::apiserver::objects::{Kind, Providers, HOUR};
 
 /// How the seed's release rolls out: a deploy tool that points the owners at new templates and
 /// deletes the retired ones, or a ClusterClass. Ordered as [`Deployer::ALL`].
@@ -122,7 +122,7 @@ impl Lifecycle {
 pub struct Scenario {
     pub deployer: Deployer,
     pub lifecycle: Lifecycle,
-    pub installed: Installed,
+    pub installed: Providers,
     pub cp_kind: Kind,
     pub cp_replicas: u32,
     pub cp_surge: u32,
@@ -173,7 +173,7 @@ impl Scenario {
         let mut sc = Scenario {
             deployer,
             lifecycle,
-            installed: Installed::new(capi_v1beta2, metal3_v1beta2, rke2),
+            installed: Providers::new(capi_v1beta2, metal3_v1beta2, rke2),
             cp_kind,
             cp_replicas: if rng.chance(50) { 1 } else { 3 },
             cp_surge: if rng.chance(50) { 1 } else { 0 },

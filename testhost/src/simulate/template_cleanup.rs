@@ -73,7 +73,7 @@ impl Actor for TemplateCleanup {
 
 /// A template as template-cleanup lists it: served at v1beta1 and read by the binary's own
 /// function.
-fn listed(o: &Obj, installed: &Installed, now: i64) -> Result<ListedTemplate> {
+fn listed(o: &Obj, installed: &Providers, now: i64) -> Result<ListedTemplate> {
     let kind = template_cleanup_core::ServedKind {
         group: o.kind.group().into(),
         version: "v1beta1".into(),
