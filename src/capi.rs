@@ -36,6 +36,18 @@ pub fn group_of(api_version: &str) -> &str {
         .map_or("", |(group, _version)| group)
 }
 
+/// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps.
+const READ_KEYS: [&str; 4] = [
+    CLONED_FROM_NAME,
+    CLONED_FROM_GROUPKIND,
+    DELETE_FOR_MOVE,
+    crate::references::CLUSTER_NAME_LABEL,
+];
+
+/// The metadata the policy reads of an object. Only the annotations and labels it reads are kept
+/// ([`READ_KEYS`]; the other keys are compared without being copied and their values skipped),
+/// and owner references are read apart ([`owners_of`]), for the objects of a request only: a
+/// list of thousands of objects then decodes no more than the decision uses.
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Metadata {
@@ -44,12 +56,73 @@ pub struct Metadata {
     #[serde(deserialize_with = "nullable")]
     pub namespace: String,
     pub deletion_timestamp: Option<String>,
-    #[serde(deserialize_with = "nullable")]
+    #[serde(deserialize_with = "read_keys")]
     pub annotations: BTreeMap<String, String>,
-    #[serde(deserialize_with = "nullable")]
+    #[serde(deserialize_with = "read_keys")]
     pub labels: BTreeMap<String, String>,
-    #[serde(deserialize_with = "nullable")]
-    pub owner_references: Vec<OwnerReference>,
+}
+
+/// A map key, as the one of [`READ_KEYS`] it is, if any, read without a copy.
+struct ReadKey(Option<&'static str>);
+
+impl<'de> Deserialize<'de> for ReadKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Key;
+        impl serde::de::Visitor<'_> for Key {
+            type Value = ReadKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<ReadKey, E> {
+                Ok(ReadKey(READ_KEYS.into_iter().find(|k| *k == key)))
+            }
+        }
+        deserializer.deserialize_str(Key)
+    }
+}
+
+/// An annotation or label map (null is empty) with only the keys of [`READ_KEYS`], whose values
+/// must be strings.
+fn read_keys<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(BTreeMap::new())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut kept = BTreeMap::new();
+            while let Some(ReadKey(key)) = map.next_key()? {
+                match key {
+                    Some(key) => {
+                        kept.insert(key.to_string(), map.next_value()?);
+                    }
+                    None => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(kept)
+        }
+    }
+    deserializer.deserialize_any(Keys)
+}
+
+/// The owner references of an object of a request (absent or null is none): read apart from
+/// [`Metadata`], since no listed object's are used.
+pub fn owners_of(object: &Value) -> Result<Vec<OwnerReference>, serde_json::Error> {
+    match object.pointer("/metadata/ownerReferences") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(owners) => view_of(owners),
+    }
 }
 
 impl Metadata {
@@ -280,11 +353,12 @@ impl Template {
         if !old_object.is_object() {
             return Err(Error::NoOldObject);
         }
+        let unreadable = |e: serde_json::Error| Error::UnreadableOldObject(e.to_string());
         let meta = view_of::<DeletedTemplate>(old_object)
-            .map_err(|e| Error::UnreadableOldObject(e.to_string()))?
+            .map_err(unreadable)?
             .metadata;
-        let mut cluster_owners: Vec<String> = meta
-            .owner_references
+        let mut cluster_owners: Vec<String> = owners_of(old_object)
+            .map_err(unreadable)?
             .iter()
             .filter(|owner| {
                 owner.kind == catalogue::CLUSTER.kind
@@ -471,9 +545,26 @@ mod tests {
     #[test]
     fn nulls_count_as_absent() {
         let meta: Metadata =
-            serde_json::from_str(r#"{"name":null,"annotations":null,"ownerReferences":null}"#)
-                .unwrap();
+            serde_json::from_str(r#"{"name":null,"annotations":null,"labels":null}"#).unwrap();
         assert_eq!(meta, Metadata::default());
+    }
+
+    #[test]
+    fn only_the_annotations_and_labels_read_are_kept() {
+        let meta: Metadata = serde_json::from_str(
+            r#"{"annotations":{"a":{"x":1},"cluster.x-k8s.io/cloned-from-name":"t"},"labels":{"b":"c","cluster.x-k8s.io/cluster-name":"edge"}}"#,
+        )
+        .unwrap();
+        assert_eq!(meta.annotations.len(), 1);
+        assert_eq!(meta.annotation(CLONED_FROM_NAME), Some("t"));
+        assert_eq!(meta.labels.len(), 1);
+        assert_eq!(
+            meta.label(crate::references::CLUSTER_NAME_LABEL),
+            Some("edge")
+        );
+        // a key that is read must hold a string
+        let odd = r#"{"annotations":{"clusterctl.cluster.x-k8s.io/delete-for-move":1}}"#;
+        assert!(serde_json::from_str::<Metadata>(odd).is_err());
     }
 
     #[test]

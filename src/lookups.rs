@@ -291,9 +291,9 @@ impl Lookups for HostLookups<'_> {
             self.namespace,
         )?;
         listed
-            .iter()
-            .map(|object| {
-                references::candidate_of(kind, object)
+            .into_iter()
+            .map(|mut object| {
+                references::take_candidate(kind, &mut object)
                     .map_err(|e| self.bad_field(kind, version, &object.metadata.name, e))
             })
             .collect()

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::capi::{group_of, is_object_name, view_of, Metadata, Object};
+use crate::capi::{group_of, is_object_name, owners_of, view_of, Metadata, Object, OwnerReference};
 use crate::catalogue::{self, ReferrerKind, INFRASTRUCTURE_GROUP};
 use crate::error::Error;
 use crate::lookups::Lookups;
@@ -35,7 +35,7 @@ fn is_metal3_template(group: Option<&str>, kind: &str) -> bool {
 }
 
 /// Finds where the template is named. A name that is not a valid object name counts as absent.
-pub fn template_source(meta: &Metadata) -> TemplateSource {
+pub fn template_source(meta: &Metadata, owners: &[OwnerReference]) -> TemplateSource {
     if let Some(reference) = references::cloned_from(meta) {
         if is_metal3_template(reference.group(), &reference.kind) && is_object_name(&reference.name)
         {
@@ -47,7 +47,7 @@ pub fn template_source(meta: &Metadata) -> TemplateSource {
         .iter()
         .filter(|kind| kind.creates_machines)
         .find_map(|kind| {
-            meta.owner_references.iter().find_map(|o| {
+            owners.iter().find_map(|o| {
                 (o.kind == kind.kind()
                     && group_of(&o.api_version) == kind.resource.group
                     && is_object_name(&o.name))
@@ -94,8 +94,12 @@ impl Intent {
 }
 
 /// The name of the Metal3MachineTemplate a new machine comes from.
-fn source_template(meta: &Metadata, lookups: &mut impl Lookups) -> Result<String, Error> {
-    let owner = match template_source(meta) {
+fn source_template(
+    meta: &Metadata,
+    owners: &[OwnerReference],
+    lookups: &mut impl Lookups,
+) -> Result<String, Error> {
+    let owner = match template_source(meta, owners) {
         TemplateSource::Annotation(name) => return Ok(name),
         TemplateSource::None => return Err(Error::NoTemplateSource),
         TemplateSource::Owner(owner) => owner,
@@ -117,10 +121,10 @@ pub fn record_intent(
     settings: &Settings,
     lookups: &mut impl Lookups,
 ) -> Result<Option<Value>, Error> {
-    let meta = view_of::<Object>(machine)
-        .map_err(|e| Error::UnreadableMachine(e.to_string()))?
-        .metadata;
-    let name = source_template(&meta, lookups)?;
+    let unreadable = |e: serde_json::Error| Error::UnreadableMachine(e.to_string());
+    let meta = view_of::<Object>(machine).map_err(unreadable)?.metadata;
+    let owners = owners_of(machine).map_err(unreadable)?;
+    let name = source_template(&meta, &owners, lookups)?;
     let template = lookups
         .metal3_machine_template(&name)?
         .ok_or_else(|| Error::TemplateMissing(format!("{namespace}/{name}")))?;
@@ -382,10 +386,13 @@ mod tests {
         assert_eq!(Intent::of("n", &template).cleaning_mode, None);
     }
 
-    fn meta(value: Value) -> Metadata {
-        serde_json::from_value::<Object>(json!({"metadata": value}))
-            .unwrap()
-            .metadata
+    fn meta(value: Value) -> (Metadata, Vec<OwnerReference>) {
+        let object = json!({ "metadata": value });
+        let owners = owners_of(&object).unwrap();
+        (
+            serde_json::from_value::<Object>(object).unwrap().metadata,
+            owners,
+        )
     }
 
     #[rstest]
@@ -400,7 +407,8 @@ mod tests {
     #[case::invalid_owner_name(json!({"ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "../ms"}]}), TemplateSource::None)]
     #[case::owner_of_another_group(json!({"ownerReferences": [{"apiVersion": "example.com/v1", "kind": "MachineSet", "name": "ms"}]}), TemplateSource::None)]
     fn where_the_template_is_found(#[case] metadata: Value, #[case] expected: TemplateSource) {
-        assert_eq!(template_source(&meta(metadata)), expected);
+        let (meta, owners) = meta(metadata);
+        assert_eq!(template_source(&meta, &owners), expected);
     }
 
     #[rstest]

@@ -84,60 +84,67 @@ fn reference_at(value: &Value, field: &str) -> Result<ObjectRef, BadField> {
     })
 }
 
-/// Walks `path` (segments, `name[key]` for a list) from `value`, at `shown`; an absent or null
-/// step names nothing.
+/// Walks `path` (dotted segments, `name[key]` for a list) from `value`, at `shown`, which it
+/// leaves as it found it; an absent or null step names nothing.
 fn walk(
     value: &Value,
-    path: &[&str],
-    shown: &str,
+    path: &str,
+    shown: &mut String,
     out: &mut Vec<NamedTemplate>,
 ) -> Result<(), BadField> {
-    let Some((segment, rest)) = path.split_first() else {
+    if path.is_empty() {
+        let reference = reference_at(value, shown)?;
         out.push(NamedTemplate {
-            field: shown.to_string(),
-            reference: reference_at(value, shown)?,
+            field: shown.clone(),
+            reference,
         });
         return Ok(());
-    };
+    }
     let Value::Object(fields) = value else {
         return Err(bad(shown, "an object"));
     };
+    let (segment, rest) = path.split_once('.').unwrap_or((path, ""));
     let (name, key) = split_key(segment);
-    let here = format!("{shown}.{name}");
     let child = match fields.get(name) {
         None | Some(Value::Null) => return Ok(()),
         Some(child) => child,
     };
-    let Some(key) = key else {
-        return walk(child, rest, &here, out);
+    let at = shown.len();
+    shown.extend([".", name]);
+    let walked = match (key, child) {
+        (None, _) => walk(child, rest, shown, out),
+        (Some(key), Value::Array(items)) => items.iter().try_for_each(|item| {
+            let label = item.get(key).and_then(Value::as_str).unwrap_or_default();
+            let here = shown.len();
+            shown.extend(["[", key, "=", label, "]"]);
+            let walked = walk(item, rest, shown, out);
+            shown.truncate(here);
+            walked
+        }),
+        (Some(_), _) => Err(bad(shown, "a list")),
     };
-    let Value::Array(items) = child else {
-        return Err(bad(&here, "a list"));
-    };
-    for item in items {
-        let label = item.get(key).and_then(Value::as_str).unwrap_or_default();
-        walk(item, rest, &format!("{here}[{key}={label}]"), out)?;
-    }
-    Ok(())
+    shown.truncate(at);
+    walked
 }
 
-/// Every template `object` names through `path` (a catalogue field).
+/// Every template `object` names through `path` (a catalogue field). Most objects lack most
+/// fields: nothing is allocated for one whose first step is absent.
 fn named_at(object: &Object, path: &str) -> Result<Vec<NamedTemplate>, BadField> {
-    let mut segments = path.split('.');
-    let root = match segments.next() {
-        Some("spec") => &object.spec,
-        Some("status") => &object.status,
+    let (root, rest) = path.split_once('.').unwrap_or((path, ""));
+    let value = match root {
+        "spec" => &object.spec,
+        "status" => &object.status,
         _ => return Ok(vec![]),
     };
-    let rest: Vec<&str> = segments.collect();
+    let first = split_key(rest.split('.').next().unwrap_or_default()).0;
+    let absent = match value {
+        Value::Null => true,
+        Value::Object(fields) if !rest.is_empty() => fields.get(first).is_none_or(Value::is_null),
+        _ => false,
+    };
     let mut out = Vec::new();
-    if !root.is_null() {
-        let start = if std::ptr::eq(root, &object.spec) {
-            "spec"
-        } else {
-            "status"
-        };
-        walk(root, &rest, start, &mut out)?;
+    if !absent {
+        walk(value, rest, &mut root.to_string(), &mut out)?;
     }
     Ok(out)
 }
@@ -184,16 +191,47 @@ fn imply(kind: &ReferrerKind, field: &str, found: &mut [NamedTemplate]) {
 
 /// What a listed object of `kind` names, and what the decision needs to know of it.
 pub fn candidate_of(kind: &ReferrerKind, object: &Object) -> Result<Candidate, BadField> {
+    take_candidate(kind, &mut object.clone())
+}
+
+/// [`candidate_of`], taking the object's strings instead of copying them, as a list's objects
+/// are read once: on an error (a field of another shape) the object is left whole.
+pub fn take_candidate(kind: &ReferrerKind, object: &mut Object) -> Result<Candidate, BadField> {
     let mut named = Vec::new();
     for field in kind.fields {
         let mut found = named_at(object, field)?;
         imply(kind, field, &mut found);
         named.extend(found);
     }
+    let (cluster, replicas, machines) = facts(kind, object)?;
+    let meta = &mut object.metadata;
     if kind.cloned_from {
-        named.extend(of_cloned(&object.metadata));
+        named.extend(take_cloned(meta));
     }
-    candidate_naming(kind, object, named)
+    let cluster = match kind.resource == CLUSTER {
+        true => Some(meta.name.clone()),
+        false => cluster.or_else(|| meta.labels.remove(CLUSTER_NAME_LABEL)),
+    };
+    Ok(Candidate {
+        name: std::mem::take(&mut meta.name),
+        deleting: meta.is_deleting(),
+        cluster,
+        replicas,
+        machines,
+        named,
+    })
+}
+
+/// `spec.clusterName` (when not empty), `spec.replicas` and `status.replicas`, where the kind
+/// reads them.
+type Facts = (Option<String>, Option<i64>, Option<i64>);
+
+fn facts(kind: &ReferrerKind, object: &Object) -> Result<Facts, BadField> {
+    Ok((
+        text_at(kind, object, "spec.clusterName")?.filter(|name| !name.is_empty()),
+        integer_at(kind, object, "spec.replicas")?,
+        integer_at(kind, object, "status.replicas")?,
+    ))
 }
 
 /// What a scanned object of a catalogue kind served at a version the policy does not know names:
@@ -220,20 +258,18 @@ pub fn candidate_naming(
     object: &Object,
     named: Vec<NamedTemplate>,
 ) -> Result<Candidate, BadField> {
+    let (cluster, replicas, machines) = facts(kind, object)?;
     let meta = &object.metadata;
-    let cluster = if kind.resource == CLUSTER {
-        Some(meta.name.clone())
-    } else {
-        text_at(kind, object, "spec.clusterName")?
-            .filter(|name| !name.is_empty())
-            .or_else(|| meta.label(CLUSTER_NAME_LABEL).map(str::to_string))
+    let cluster = match kind.resource == CLUSTER {
+        true => Some(meta.name.clone()),
+        false => cluster.or_else(|| cluster_label(meta)),
     };
     Ok(Candidate {
         name: meta.name.clone(),
         deleting: meta.is_deleting(),
         cluster,
-        replicas: integer_at(kind, object, "spec.replicas")?,
-        machines: integer_at(kind, object, "status.replicas")?,
+        replicas,
+        machines,
         named,
     })
 }
@@ -293,11 +329,24 @@ pub fn cloned_from(meta: &Metadata) -> Option<ObjectRef> {
     })
 }
 
-/// Metal3Machine: the template named by its cloned-from annotations.
-fn of_cloned(meta: &Metadata) -> Option<NamedTemplate> {
-    cloned_from(meta).map(|reference| NamedTemplate {
-        field: format!("metadata.annotations[{CLONED_FROM_NAME}]"),
-        reference,
+/// Where a Metal3Machine names its template: [`CLONED_FROM_NAME`].
+const CLONED_FIELD: &str = "metadata.annotations[cluster.x-k8s.io/cloned-from-name]";
+
+/// Metal3Machine: the template named by its cloned-from annotations ([`cloned_from`]), taken out
+/// of them.
+fn take_cloned(meta: &mut Metadata) -> Option<NamedTemplate> {
+    let mut kind = meta.annotations.remove(CLONED_FROM_GROUPKIND)?;
+    let dot = kind.find('.')?;
+    let group = kind[dot + 1..].to_string();
+    kind.truncate(dot);
+    Some(NamedTemplate {
+        field: CLONED_FIELD.to_string(),
+        reference: ObjectRef {
+            api_version: None,
+            api_group: Some(group),
+            kind,
+            name: meta.annotations.remove(CLONED_FROM_NAME)?,
+        },
     })
 }
 
@@ -713,6 +762,14 @@ mod tests {
                 k.to_string(),
                 "edge-a-workers-1b8e4a60".to_string()
             ))
+        );
+    }
+
+    #[test]
+    fn metal3_machine_cloned_field_is_the_annotation() {
+        assert_eq!(
+            CLONED_FIELD,
+            format!("metadata.annotations[{CLONED_FROM_NAME}]")
         );
     }
 
