@@ -57,9 +57,9 @@ pub struct Metadata {
     pub namespace: String,
     pub deletion_timestamp: Option<String>,
     #[serde(deserialize_with = "read_keys")]
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: BTreeMap<&'static str, String>,
     #[serde(deserialize_with = "read_keys")]
-    pub labels: BTreeMap<String, String>,
+    pub labels: BTreeMap<&'static str, String>,
 }
 
 /// A map key, as the one of [`READ_KEYS`] it is, if any, read without a copy.
@@ -85,10 +85,10 @@ impl<'de> Deserialize<'de> for ReadKey {
 /// must be strings.
 fn read_keys<'de, D: Deserializer<'de>>(
     deserializer: D,
-) -> Result<BTreeMap<String, String>, D::Error> {
+) -> Result<BTreeMap<&'static str, String>, D::Error> {
     struct Keys;
     impl<'de> serde::de::Visitor<'de> for Keys {
-        type Value = BTreeMap<String, String>;
+        type Value = BTreeMap<&'static str, String>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a map")
         }
@@ -103,7 +103,7 @@ fn read_keys<'de, D: Deserializer<'de>>(
             while let Some(ReadKey(key)) = map.next_key()? {
                 match key {
                     Some(key) => {
-                        kept.insert(key.to_string(), map.next_value()?);
+                        kept.insert(key, map.next_value()?);
                     }
                     None => {
                         map.next_value::<serde::de::IgnoredAny>()?;
