@@ -148,9 +148,11 @@ evaluate: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 
 # Times the policy on namespaces of 1,000, 10,000 and 50,000 Metal3Machines built from the
 # simulation's objects and served by its API server (calls, bytes with and without the field
-# masks, p50/p99): scripts/bench.sh.
+# masks, p50/p99), and the DELETE against its exact floor: bench-floor's module making the same
+# host calls and nothing else (docs/performance.md): scripts/bench.sh.
 .PHONY: bench
-bench: policy.wasm $(TESTHOST)
+bench: policy.wasm $(TESTHOST) | rust-wasm-target
+	cargo build --target=wasm32-wasip1 --release --locked -p bench-floor
 	scripts/bench.sh
 
 # Seeded lifecycle simulations around policy.wasm (testhost simulate), each seed with and without

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
+use bench_floor::percentile;
 use clap::Args;
 use serde_json::json;
 use tabled::{builder::Builder, settings::Style};
@@ -33,6 +34,10 @@ pub struct BenchArgs {
 
     /// Policy module: a path to a .wasm file
     policy: String,
+
+    /// bench-floor's module: the DELETE is also timed against it making the policy's host calls
+    #[arg(long, value_name = "WASM")]
+    floor: Option<String>,
 }
 
 /// The release lines the DELETE's host calls are counted on: Cluster API 1.10 (v1beta1 only),
@@ -244,17 +249,38 @@ impl Bench {
     }
 }
 
+/// The p50s of the policy on the DELETE, of bench-floor making the policy's host calls (recorded
+/// in a warm-up, checked to come back byte for byte with the same traffic) and nothing else, and
+/// of it reading their answers too, taking turns; then the policy's ratio to each.
+fn against_floors(guard: &Bench, floor: &Bench, delete: &[u8], n: usize) -> Result<String> {
+    let record = |bench: &Bench, payload: &[u8]| -> Result<_> {
+        bench.policy.with_state(|st| st.record = Some(Vec::new()));
+        let (_, _, traffic) = bench.evaluate(payload)?;
+        Ok((traffic, bench.policy.with_state(|st| st.record.take())))
+    };
+    let (traffic, calls) = record(guard, delete)?;
+    let calls = calls.unwrap_or_default();
+    let [exact, read] = bench_floor::payloads(&calls);
+    for payload in [&exact, &read] {
+        let same = record(floor, payload)? == (traffic, Some(calls.clone()));
+        anyhow::ensure!(same, "bench-floor made other host calls than the policy");
+    }
+    let runs = [(guard, delete), (floor, &exact), (floor, &read)];
+    let times = bench_floor::alternate(3, n, |k| {
+        let (ms, _, t) = runs[k].0.evaluate(runs[k].1)?;
+        anyhow::ensure!(t == traffic, "the traffic changed: {t:?}");
+        Ok(ms)
+    })?;
+    let [g, f, r] = [0, 1, 2].map(|k| percentile(&times[k], 0.5));
+    let ratios = format!("{:.2}x, {:.2}x", g / f, g / r);
+    Ok(format!("{} / {} / {} ({ratios})", ms(g), ms(f), ms(r)))
+}
+
 struct Sample {
     p50: f64,
     p99: f64,
     verdict: String,
     traffic: Traffic,
-}
-
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.max(1) - 1).copied().unwrap_or(f64::NAN)
 }
 
 /// The validate payload of `operation` on `obj`, at the newest version `line` serves.
@@ -270,6 +296,7 @@ fn payload(operation: &str, obj: &Obj, line: &Providers) -> Result<Vec<u8>> {
 /// policy ignores, on the second of [`LINES`]; then the DELETE's host calls on each line.
 pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     let module = PolicyModule::open(&args.policy)?;
+    let floor = args.floor.as_deref().map(PolicyModule::open).transpose()?;
     let allow_list = module.allow_list(true);
     let load = |store: &Store, line: Providers, masks: bool| {
         Bench::load(&module, &allow_list, store, line, masks)
@@ -293,7 +320,12 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             .retain(|k, _| k.starts_with("cluster.x-k8s.io/cloned-from"));
 
         let bench = load(&store, line, true)?;
-        let delete = bench.time(&payload("DELETE", &target, &line)?, iterations)?;
+        let delete = payload("DELETE", &target, &line)?;
+        let floor = floor
+            .as_ref()
+            .map(|f| Bench::load(f, &allow_list, &store, line, true));
+        let floors = floor.map(|f| against_floors(&bench, &f?, &delete, iterations));
+        let delete = bench.time(&delete, iterations)?;
         let create = bench.time(&payload("CREATE", &new, &line)?, iterations.max(50))?;
         let update = bench.time(&payload("UPDATE", &last, &line)?, iterations.max(50))?;
         drop(bench);
@@ -326,6 +358,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             format!("{:.1}x", whole as f64 / bytes.max(1) as f64),
             with_calls(&create),
             with_calls(&update),
+            floors.transpose()?.unwrap_or_else(|| "–".into()),
         ];
         row.extend(calls);
         table.push_record(row);
@@ -334,7 +367,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-const HEADER: &str = "Metal3Machines | objects | DELETE p50 / p99 ms | masks ignored p50 / p99 ms | host calls | bytes with masks | without | cut | CREATE p50 / p99 ms | ignored UPDATE p50 / p99 ms | DELETE calls: CAPI 1.10 | CAPI >= 1.11, CAPM3 <= 1.12 | CAPM3 >= 1.13, RKE2 >= 0.22";
+const HEADER: &str = "Metal3Machines | objects | DELETE p50 / p99 ms | masks ignored p50 / p99 ms | host calls | bytes with masks | without | cut | CREATE p50 / p99 ms | ignored UPDATE p50 / p99 ms | DELETE / exact floor / reading floor p50 ms | DELETE calls: CAPI 1.10 | CAPI >= 1.11, CAPM3 <= 1.12 | CAPM3 >= 1.13, RKE2 >= 0.22";
 
 fn kb(bytes: u64) -> String {
     match bytes {
@@ -360,15 +393,6 @@ fn p50_p99(sample: &Sample) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&values, 0.5), 50.0);
-        assert_eq!(percentile(&values, 0.99), 99.0);
-        assert_eq!(percentile(&values[..10], 0.99), 10.0);
-        assert_eq!(percentile(&[7.0], 0.5), 7.0);
-    }
 
     #[test]
     fn the_namespace_has_its_machines_and_the_targets_referrers_last() {

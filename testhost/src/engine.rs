@@ -291,7 +291,7 @@ pub fn run(args: &RunArgs, verbose: bool) -> Result<AdmissionResponse> {
         allow_list,
         replayer,
         verbose,
-        responder: None,
+        ..Default::default()
     };
     let policy = module.load(state)?;
     let validation = policy.validate_settings(&settings);

@@ -44,6 +44,8 @@ pub struct HostState {
     /// Answers instead of the session when set; then failures and log events are printed only
     /// when `verbose` (a simulation makes thousands of calls, many failing on purpose).
     pub responder: Option<Box<dyn Responder>>,
+    /// When set, every host call is appended to it, as bench-floor's module reads them.
+    pub record: Option<Vec<u8>>,
 }
 
 impl HostState {
@@ -57,6 +59,9 @@ impl HostState {
     ) -> Result<Vec<u8>, String> {
         fn parse<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, String> {
             serde_json::from_slice(payload).map_err(|e| e.to_string())
+        }
+        if let Some(record) = &mut self.record {
+            bench_floor::record(record, [binding, namespace, operation], payload);
         }
         let loud = self.responder.is_none() || self.verbose;
         if binding != "kubewarden" {
