@@ -16,6 +16,9 @@ pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
 /// The most templates tried: each try that is no proof costs a GET and perhaps a DELETE.
 const TRIES: usize = 10;
 
+/// How often one template is read and probed before the probe gives up on it.
+const MOVES: usize = 2;
+
 /// What the probe found: the report's line, or why the pass must stop.
 pub async fn run(
     cluster: &Cluster,
@@ -51,7 +54,8 @@ pub async fn run(
     named.sort();
     named.dedup();
     let mut tried = 0;
-    for target in named {
+    let mut moved = Vec::new();
+    'targets: for target in named {
         if tried == TRIES {
             break;
         }
@@ -66,48 +70,61 @@ pub async fn run(
         }
         tried += 1;
         let what = format!("{} {}/{}", kind.resource(), target.namespace, target.name);
-        let read = |e: CallError| format!("the probe cannot read {what}: {e}.");
-        let Some(template) = cluster
-            .get(kind, &target.namespace, &target.name)
-            .await
-            .map_err(read)?
-        else {
-            continue;
-        };
-        if not_a_proof(&template).is_some()
-            || !clusters_live(cluster, &target.namespace, &template, served).await?
-        {
-            continue;
+        // A template deleted or recreated between the GET and the dry-run DELETE (its uid
+        // precondition fails) proves nothing either way: read it again once.
+        for _ in 0..MOVES {
+            let read = |e: CallError| format!("the probe cannot read {what}: {e}.");
+            let Some(template) = cluster
+                .get(kind, &target.namespace, &target.name)
+                .await
+                .map_err(read)?
+            else {
+                continue 'targets;
+            };
+            if not_a_proof(&template).is_some()
+                || !clusters_live(cluster, &target.namespace, &template, served).await?
+            {
+                continue 'targets;
+            }
+            let uid = template
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let answer = match cluster
+                .probe_delete(kind, &target.namespace, &target.name, uid)
+                .await
+            {
+                Ok(_) => None,
+                Err(CallError::Refused(refused)) => Some(refused),
+                Err(CallError::Other(text)) => {
+                    return Err(format!(
+                        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {text}."
+                    ))
+                }
+            };
+            match judge(guard, answer.as_ref()) {
+                Probe::Judged(text) => {
+                    return Ok(format!(
+                        "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
+                    ))
+                }
+                Probe::Moved => continue,
+                Probe::NotJudged(text) => {
+                    return Err(format!(
+                        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, did not come back as the guard's refusal: {text}. The guard does not judge as its policy and webhook say (its pods may run monitor mode or an older configuration)."
+                    ))
+                }
+            }
         }
-        let uid = template
-            .pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let answer = match cluster
-            .probe_delete(kind, &target.namespace, &target.name, uid)
-            .await
-        {
-            Ok(_) => None,
-            Err(CallError::Refused(refused)) => Some(refused),
-            Err(CallError::Other(text)) => {
-                return Err(format!(
-                    "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {text}."
-                ))
-            }
-        };
-        match judge(guard, answer.as_ref()) {
-            Probe::Judged(text) => {
-                return Ok(format!(
-                    "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
-                ))
-            }
-            Probe::Moved => continue,
-            Probe::NotJudged(text) => {
-                return Err(format!(
-                    "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, did not come back as the guard's refusal: {text}. The guard does not judge as its policy and webhook say (its pods may run monitor mode or an older configuration)."
-                ))
-            }
-        }
+        moved.push(what);
+    }
+    // A template in use existed, so a probe was possible; it only never held still. Deleting
+    // on the checks alone would skip the proof exactly when templates are being recreated.
+    if !moved.is_empty() {
+        return Err(format!(
+            "the probe could not finish: {} changed or went away between its read and its dry-run DELETE, {MOVES} times each. Run the pass again once the deploy tool that recreates them has settled.",
+            moved.join(", ")
+        ));
     }
     none("no MachineDeployment in a namespace collected in names a live template of a kind collected")
 }

@@ -149,8 +149,16 @@ check "monitor mode: nothing deleted" is "$(template_status free)$(template_stat
 stop
 
 # A template recreated under the same name since it was listed (a new uid) is left for the next
-# pass: the preconditions fail before the guard is asked. So does the probe's, so no probe.
+# pass: the preconditions fail before the guard is asked. The probe's template, recreated under
+# it on each of its two tries, proves nothing: the pass stops before any real DELETE. With no
+# template in use to probe, the pass runs and reports the others changed.
 start . --fault delete:Metal3MachineTemplate=recreate
+run
+check "a probe whose template is recreated under it: exit 2" is "$CODE" 2
+check "a probe whose template is recreated under it: the message says so" has "$ERR" "the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each."
+check "a probe whose template is recreated under it: only its two dry-run DELETEs sent" is "$(deletes)" 2
+stop
+start '.capi = []' --fault delete:Metal3MachineTemplate=recreate
 run
 check "recreated templates: exit 0" is "$CODE" 0
 check "recreated templates: no probe possible" has "$OUT" "probe: no probe possible ("

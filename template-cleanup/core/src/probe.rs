@@ -108,7 +108,7 @@ pub fn owning_clusters(template: &Value) -> Vec<String> {
 pub enum Probe {
     /// The guard refused: it judges. Its text.
     Judged(String),
-    /// The template went or changed meanwhile: try another.
+    /// The template went or changed meanwhile: read it again, or try another.
     Moved,
     /// Anything else: the guard does not judge as its objects say. What came back.
     NotJudged(String),

@@ -149,6 +149,36 @@ async fn a_probe_the_guard_does_not_refuse_stops_the_pass(
     assert!(report.templates.is_empty(), "{:?}", report.templates);
 }
 
+/// A template in use that is deleted or recreated under the probe (its dry-run DELETE answered
+/// 404, or 409 for the uid precondition) is read and probed once more; when it never holds
+/// still, the pass stops rather than delete on the checks alone.
+#[rstest]
+#[case::recreated(status(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"in-use\": Precondition failed: UID in precondition: uid-in-use, UID in object meta: other"))]
+#[case::gone(status(
+    404,
+    "NotFound",
+    "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"in-use\" not found"
+))]
+#[tokio::test]
+async fn a_probe_whose_template_never_holds_still_stops_the_pass(#[case] answer: Answer) {
+    let mut fake = every_answer();
+    fake.deletes.insert("in-use", answer);
+    let (report, seen) = pass(fake, false).await;
+    assert_eq!(
+        report.error.as_deref(),
+        Some("the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each. Run the pass again once the deploy tool that recreates them has settled. Nothing was deleted.")
+    );
+    assert_eq!(report.exit_code(), CANNOT_RUN);
+    // read and probed twice, nothing else deleted
+    let probe = (format!("{M3MT_PATH}/in-use?"), true);
+    assert_eq!(deletes(&seen), [probe.clone(), probe]);
+    let gets = seen
+        .iter()
+        .filter(|s| s.method == "GET" && s.uri.contains("/metal3machinetemplates/in-use"))
+        .count();
+    assert_eq!(gets, 2);
+}
+
 /// Without a template the guard is sure to keep, the report says no probe was possible and the
 /// pass relies on the checks.
 #[rstest]
