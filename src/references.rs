@@ -742,7 +742,7 @@ mod tests {
         machine
             .metadata
             .annotations
-            .insert(CLONED_FROM_GROUPKIND.into(), groupkind.into());
+            .insert(CLONED_FROM_GROUPKIND, groupkind.into());
         let candidate = candidate_of(kind("Metal3Machine"), &machine).unwrap();
         let annotation = candidate
             .named
