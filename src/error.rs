@@ -183,8 +183,8 @@ pub enum Failure {
     /// fields of the wrong type).
     Unreadable,
     /// The policy server's service account may not list a kind the scan would list (the host's
-    /// `can_i` said so): listing it would hold a policy-server worker until the evaluation
-    /// timeout.
+    /// `can_i` said so): listing it would hold a policy-server worker until the API server's
+    /// webhook timeout.
     NotPermitted,
     /// Any other host error: RBAC, time-outs, the API server.
     Other,

@@ -224,8 +224,10 @@ pub fn can_i_list(user: &str, api_version: &str, plural: &str, namespace: &str) 
 }
 
 /// Asks the host whether the policy server may list a kind before the scan lists it: a list the
-/// API server refuses never returns to the policy (the host's reflector retries it), so it
-/// would hold a policy-server worker until the evaluation timeout. A refusal, or a question
+/// API server refuses never returns to the policy (the host's reflector retries it, and the
+/// guest waits inside the host call, where the evaluation timeout cannot interrupt it), so it
+/// would hold a policy-server worker until the API server's webhook timeout and a thread until
+/// the RBAC is fixed (docs/operations.md, measured live). A refusal, or a question
 /// the host cannot answer, fails the scan at once (closed), naming the RBAC rule to add.
 pub fn may_list(
     host: &dyn Host,

@@ -95,7 +95,7 @@ fn an_ungranted_scan_is_refused_before_its_list() {
     let settings = json!({"policyServerServiceAccount": "system:serviceaccount:guard:ps"});
     let message = refusal(run("guard-lookup-failure", settings, &host), 500);
     assert!(
-        message.contains("failed: system:serviceaccount:guard:ps may not list foocontrolplanes.controlplane.cluster.x-k8s.io in namespace edge-sites, says a SubjectAccessReview (no RBAC policy matched). A list the API server refuses would hold a policy-server worker until the evaluation timeout, so the policy asked first: add a rule with apiGroups [\"controlplane.cluster.x-k8s.io\"], resources [\"foocontrolplanes\"] and verbs [\"get\", \"list\", \"watch\"] to the ClusterRole capi-template-guard-reader"),
+        message.contains("failed: system:serviceaccount:guard:ps may not list foocontrolplanes.controlplane.cluster.x-k8s.io in namespace edge-sites, says a SubjectAccessReview (no RBAC policy matched). A list the API server refuses never answers the policy, and the evaluation timeout cannot stop it: it would hold a policy-server worker until the API server gives up on the webhook, and a thread until the RBAC is fixed, so the policy asked first: add a rule with apiGroups [\"controlplane.cluster.x-k8s.io\"], resources [\"foocontrolplanes\"] and verbs [\"get\", \"list\", \"watch\"] to the ClusterRole capi-template-guard-reader"),
         "{message}"
     );
     let calls = host.calls();
