@@ -12,7 +12,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 
 use std::collections::BTreeSet;
 
-use crate::capi::{Kinded, List, Object};
+use crate::capi::{read_list, Kinded, Object};
 use crate::catalogue::Resource;
 use crate::error::{Failure, Lookup, LookupError, Scanned};
 
@@ -136,24 +136,22 @@ fn kind_problem(found: &str, wanted: &str) -> Option<String> {
         .then(|| format!("the answer holds a {found} where a {wanted} was asked for"))
 }
 
-/// A list answer must say it is a list of the kind (or not say) and hold only objects of it.
-fn items<T: Kinded>(
+/// A list answer must say it is a list of the kind (or not say) and hold only objects of it;
+/// `each` reads every item as it is decoded.
+fn items<T: Kinded, U>(
     lookup: Lookup,
     kind: &str,
     answer: Result<Vec<u8>, String>,
-) -> Result<Vec<T>, LookupError> {
+    each: impl FnMut(T) -> U,
+) -> Result<Vec<U>, LookupError> {
     let bytes = answer.map_err(|text| failed(lookup.clone(), &text))?;
-    let list = serde_json::from_slice::<List<T>>(&bytes)
+    let list = read_list(&bytes, kind, each)
         .map_err(|e| unreadable(lookup.clone(), format!("the answer cannot be read: {e}")))?;
     let problem = kind_problem(
         list.kind.as_deref().unwrap_or_default(),
         &format!("{kind}List"),
     )
-    .or_else(|| {
-        list.items
-            .iter()
-            .find_map(|item| kind_problem(item.kind(), kind))
-    });
+    .or_else(|| list.stray.and_then(|found| kind_problem(&found, kind)));
     match problem {
         Some(problem) => Err(unreadable(lookup, problem)),
         None => Ok(list.items),
@@ -161,14 +159,15 @@ fn items<T: Kinded>(
 }
 
 /// Lists `resource` at `version` in `namespace`, keeping only `masks`, with no selectors: each
-/// distinct selector costs a permanent watch in the policy server.
-pub fn list(
+/// distinct selector costs a permanent watch in the policy server. `each` reads every object as
+/// it is decoded.
+pub fn list<U>(
     host: &dyn Host,
     resource: &'static Resource,
     masks: BTreeSet<String>,
-    version: &str,
-    namespace: &str,
-) -> Result<Vec<Object>, LookupError> {
+    (version, namespace): (&str, &str),
+    each: impl FnMut(Object) -> U,
+) -> Result<Vec<U>, LookupError> {
     let request = ListResourcesByNamespaceRequest {
         api_version: resource.api_version(version),
         kind: resource.kind.to_string(),
@@ -183,7 +182,7 @@ pub fn list(
         resource,
         namespace: request.namespace,
     };
-    items(lookup, resource.kind, answer)
+    items(lookup, resource.kind, answer, each)
 }
 
 /// The part of a SubjectAccessReview's status the policy reads (k8s-openapi
@@ -306,7 +305,7 @@ pub fn list_scanned(
         plural: plural.to_string(),
         namespace: request.namespace,
     }));
-    items(lookup, kind, answer)
+    items(lookup, kind, answer, |object| object)
 }
 
 /// Lists `resource` cluster-wide (the CRDs), keeping only its masks, each item decoded into `T`
@@ -328,7 +327,7 @@ pub fn list_all<T: Kinded>(
         api_version: request.api_version,
         resource,
     };
-    items(lookup, resource.kind, answer)
+    items(lookup, resource.kind, answer, |item| item)
 }
 
 /// Whether a read may be answered from the policy server's cache.
@@ -427,7 +426,10 @@ mod tests {
     }
 
     fn list_at_v2(host: &FakeHost) -> Result<Vec<Object>, LookupError> {
-        list(host, machine_sets(), REFERRERS[1].masks(), "v1beta2", "ns")
+        let at = ("v1beta2", "ns");
+        list(host, machine_sets(), REFERRERS[1].masks(), at, |object| {
+            object
+        })
     }
 
     fn list_machine_sets(answer: &str) -> Result<Vec<Object>, LookupError> {

@@ -283,19 +283,14 @@ impl Lookups for HostLookups<'_> {
             At::Unknown(_) if !kind.cloned_from => return Ok(vec![]),
             At::Unknown(served) => return Err(self.unreadable_version(&kind.resource, &served)),
         };
-        let listed = host::list(
-            self.host,
-            &kind.resource,
-            kind.masks(),
-            version,
-            self.namespace,
-        )?;
-        listed
+        // Each object becomes its candidate as soon as it is decoded, and is dropped.
+        let at = (version, self.namespace);
+        let candidates = host::list(self.host, &kind.resource, kind.masks(), at, |mut object| {
+            references::take_candidate(kind, &mut object).map_err(|e| (e, object.metadata.name))
+        })?;
+        candidates
             .into_iter()
-            .map(|mut object| {
-                references::take_candidate(kind, &mut object)
-                    .map_err(|e| self.bad_field(kind, version, &object.metadata.name, e))
-            })
+            .map(|candidate| candidate.map_err(|(e, name)| self.bad_field(kind, version, &name, e)))
             .collect()
     }
 
