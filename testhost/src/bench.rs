@@ -164,7 +164,7 @@ struct Traffic {
 struct CachedHost {
     host: ApiHost,
     cache: HashMap<String, Result<Vec<u8>, String>>,
-    traffic: Arc<Mutex<Traffic>>,
+    tally: Arc<Mutex<Traffic>>,
 }
 
 impl Responder for CachedHost {
@@ -175,7 +175,7 @@ impl Responder for CachedHost {
             .cache
             .entry(key)
             .or_insert_with(|| host.respond(request));
-        let mut traffic = lock(&self.traffic);
+        let mut traffic = lock(&self.tally);
         traffic.calls += 1;
         traffic.bytes += answer.as_ref().map_or(0, |a| a.len() as u64);
         answer.clone()
@@ -197,16 +197,11 @@ impl Bench {
         masks: bool,
     ) -> Result<Bench> {
         let mut api = Api::new(line);
-        api.stores[0] = store.clone();
-        api.ignore_masks = !masks;
+        (api.stores[0], api.ignore_masks) = (store.clone(), !masks);
         let traffic = Arc::new(Mutex::new(Traffic::default()));
-        let host = CachedHost {
-            host: ApiHost {
-                api: Arc::new(Mutex::new(api)),
-            },
-            cache: HashMap::new(),
-            traffic: traffic.clone(),
-        };
+        let (api, cache, tally) = (Arc::new(Mutex::new(api)), HashMap::new(), traffic.clone());
+        let host = ApiHost { api };
+        let host = CachedHost { host, cache, tally };
         let policy = module.load_answered_by(allow_list, false, Box::new(host))?;
         Ok(Bench { policy, traffic })
     }
@@ -306,9 +301,8 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
     for &machines in &args.sizes {
         let started = Instant::now();
         let store = namespace(machines);
-        let iterations = args
-            .iterations
-            .unwrap_or_else(|| (300_000 / machines.max(1)).clamp(10, 200));
+        let default = (300_000 / machines.max(1)).clamp(10, 200);
+        let iterations = args.iterations.unwrap_or(default);
         let missing = || anyhow!("the bench namespace lacks {TARGET} or Metal3Machines");
         let target = store.get(Kind::Metal3MachineTemplate, TARGET);
         let target = target.cloned().ok_or_else(missing)?;
@@ -333,13 +327,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
         let unmasked = unmasked.time(&payload("DELETE", &target, &line)?, iterations)?;
         let mut calls = Vec::new();
         for l in LINES {
-            let (_, verdict, traffic) =
+            let (_, verdict, t) =
                 load(&store, l, true)?.evaluate(&payload("DELETE", &target, &l)?)?;
-            calls.push(if verdict == delete.verdict {
-                traffic.calls.to_string()
-            } else {
-                format!("{} ({verdict})", traffic.calls)
-            });
+            let other = (verdict != delete.verdict).then(|| format!(" ({verdict})"));
+            calls.push(format!("{}{}", t.calls, other.unwrap_or_default()));
         }
         eprintln!(
             "{machines} Metal3Machines ({} objects): {iterations} evaluations per case, {:.0} s",
