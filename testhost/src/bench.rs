@@ -332,15 +332,12 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode> {
             let other = (verdict != delete.verdict).then(|| format!(" ({verdict})"));
             calls.push(format!("{}{}", t.calls, other.unwrap_or_default()));
         }
-        eprintln!(
-            "{machines} Metal3Machines ({} objects): {iterations} evaluations per case, {:.0} s",
-            store.objects.len(),
-            started.elapsed().as_secs_f64()
-        );
+        let (objects, secs) = (store.objects.len(), started.elapsed().as_secs_f64());
+        eprintln!("{machines} Metal3Machines ({objects} objects): {iterations} runs, {secs:.0} s");
         let (bytes, whole) = (delete.traffic.bytes, unmasked.traffic.bytes);
         let mut row = vec![
             machines.to_string(),
-            store.objects.len().to_string(),
+            objects.to_string(),
             format!("{} ({})", p50_p99(&delete), delete.verdict),
             p50_p99(&unmasked),
             delete.traffic.calls.to_string(),

@@ -18,18 +18,6 @@ enum Behaviour<'a> {
     Trap,
 }
 
-fn wat_bytes(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ' {
-                (b as char).to_string()
-            } else {
-                format!("\\{b:02x}")
-            }
-        })
-        .collect()
-}
-
 /// Emits the body of one guest function; `base` is where its data lives.
 fn body(behaviour: &Behaviour, base: u32, data: &mut Vec<(u32, String)>) -> String {
     let (call, ret, text) = match behaviour {
@@ -49,7 +37,8 @@ fn guest(settings: Behaviour, validate: Behaviour) -> Vec<u8> {
     let validate_body = body(&validate, 32768, &mut data);
     let data_segments: String = data
         .iter()
-        .map(|(at, text)| format!("(data (i32.const {at}) \"{}\")\n", wat_bytes(text)))
+        // WAT strings read Rust's escapes (\n, \", \\, \u{..}), so escape_default writes them
+        .map(|(at, text)| format!("(data (i32.const {at}) \"{}\")\n", text.escape_default()))
         .collect();
     format!(
         r#"(module
@@ -117,14 +106,12 @@ fn validate_answers_become_kwctls_response_line() {
     }
     let policy = load(&guest(VALID, Behaviour::Trap));
     let out = output(&policy);
-    assert!(
-        out.contains(r#""message":"internal server error: Guest call failure: "#),
-        "{out}"
-    );
-    assert!(
-        out.contains("error while executing at wasm backtrace"),
-        "{out}"
-    );
+    for part in [
+        r#""message":"internal server error: Guest call failure: "#,
+        "error while executing at wasm backtrace",
+    ] {
+        assert!(out.contains(part), "{out}");
+    }
     assert_eq!(policy.protocol_version().unwrap(), "v1");
 }
 
@@ -149,12 +136,12 @@ fn settings_answers_and_failures() {
 
 #[test]
 fn not_a_module() {
-    let err = Policy::load(b"\0asm garbage", "x.wasm", false, HostState::default())
-        .err()
-        .map(|e| e.to_string());
-    assert!(err
-        .unwrap_or_default()
-        .contains("cannot compile WebAssembly module x.wasm"));
+    let load = Policy::load(b"\0asm garbage", "x.wasm", false, HostState::default());
+    let err = load.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err.contains("cannot compile WebAssembly module x.wasm"),
+        "{err}"
+    );
 }
 
 #[test]
