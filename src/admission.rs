@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::capi::{view_of, AdmissionRequest, Object, Template};
+use crate::capi::{namespace_of, view_of, AdmissionRequest, Object, Template};
 use crate::catalogue::{self, INFRASTRUCTURE_GROUP};
 use crate::decision::{self, Decision};
 use crate::host::Host;
@@ -114,24 +114,23 @@ fn guard_deletion(
 /// Never blocks machine creation: every problem accepts without a patch and says why.
 fn mutate_machine(request: &AdmissionRequest, settings: &Settings, host: &dyn Host) -> Outcome {
     let machine = &request.object;
-    let meta = view_of::<Object>(machine)
-        .map(|o| o.metadata)
-        .unwrap_or_default();
-    let namespace = if request.namespace.is_empty() {
-        &meta.namespace
-    } else {
-        &request.namespace
+    // The view checks the metadata's namespace is a string; it is read only where the view reads.
+    let view = view_of::<Object>(machine).ok();
+    let namespace = match (request.namespace.as_str(), &view) {
+        ("", Some(_)) => namespace_of(machine),
+        _ => request.namespace.clone(),
     };
+    let meta = view.map(|o| o.metadata).unwrap_or_default();
     let name = if meta.name.is_empty() {
         &request.name
     } else {
         &meta.name
     };
     let mut lookups =
-        HostLookups::new(host, settings, namespace).for_machine_at(&request.kind.version);
-    match mutation::record_intent(machine, namespace, settings, &mut lookups) {
+        HostLookups::new(host, settings, &namespace).for_machine_at(&request.kind.version);
+    match mutation::record_intent(machine, &namespace, settings, &mut lookups) {
         Ok(Some(object)) => Outcome::Mutate { object },
         Ok(None) => Outcome::accept(),
-        Err(error) => Outcome::warn(message::machine_not_mutated(namespace, name, &error)),
+        Err(error) => Outcome::warn(message::machine_not_mutated(&namespace, name, &error)),
     }
 }

@@ -8,10 +8,11 @@
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use crate::catalogue::{self, TemplateClass, CAPI_GROUP, INFRASTRUCTURE_GROUP};
 use crate::error::Error;
+pub use crate::metadata::{namespace_of, Metadata};
 
 /// Annotation set by CAPI on every object cloned from a template: the template's name.
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
@@ -36,106 +37,12 @@ pub fn group_of(api_version: &str) -> &str {
         .map_or("", |(group, _version)| group)
 }
 
-/// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps.
-const READ_KEYS: [&str; 4] = [
-    CLONED_FROM_NAME,
-    CLONED_FROM_GROUPKIND,
-    DELETE_FOR_MOVE,
-    crate::references::CLUSTER_NAME_LABEL,
-];
-
-/// The metadata the policy reads of an object. Only the annotations and labels it reads are kept
-/// ([`READ_KEYS`]; the other keys are compared without being copied and their values skipped),
-/// and owner references are read apart ([`owners_of`]), for the objects of a request only: a
-/// list of thousands of objects then decodes no more than the decision uses.
-#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
-#[serde(default, rename_all = "camelCase")]
-pub struct Metadata {
-    #[serde(deserialize_with = "nullable")]
-    pub name: String,
-    #[serde(deserialize_with = "nullable")]
-    pub namespace: String,
-    pub deletion_timestamp: Option<String>,
-    #[serde(deserialize_with = "read_keys")]
-    pub annotations: BTreeMap<&'static str, String>,
-    #[serde(deserialize_with = "read_keys")]
-    pub labels: BTreeMap<&'static str, String>,
-}
-
-/// A map key, as the one of [`READ_KEYS`] it is, if any, read without a copy.
-struct ReadKey(Option<&'static str>);
-
-impl<'de> Deserialize<'de> for ReadKey {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Key;
-        impl serde::de::Visitor<'_> for Key {
-            type Value = ReadKey;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E>(self, key: &str) -> Result<ReadKey, E> {
-                Ok(ReadKey(READ_KEYS.into_iter().find(|k| *k == key)))
-            }
-        }
-        deserializer.deserialize_str(Key)
-    }
-}
-
-/// An annotation or label map (null is empty) with only the keys of [`READ_KEYS`], whose values
-/// must be strings.
-fn read_keys<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<BTreeMap<&'static str, String>, D::Error> {
-    struct Keys;
-    impl<'de> serde::de::Visitor<'de> for Keys {
-        type Value = BTreeMap<&'static str, String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a map")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(BTreeMap::new())
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut kept = BTreeMap::new();
-            while let Some(ReadKey(key)) = map.next_key()? {
-                match key {
-                    Some(key) => {
-                        kept.insert(key, map.next_value()?);
-                    }
-                    None => {
-                        map.next_value::<serde::de::IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(kept)
-        }
-    }
-    deserializer.deserialize_any(Keys)
-}
-
 /// The owner references of an object of a request (absent or null is none): read apart from
 /// [`Metadata`], since no listed object's are used.
 pub fn owners_of(object: &Value) -> Result<Vec<OwnerReference>, serde_json::Error> {
     match object.pointer("/metadata/ownerReferences") {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(owners) => view_of(owners),
-    }
-}
-
-impl Metadata {
-    pub fn is_deleting(&self) -> bool {
-        self.deletion_timestamp.is_some()
-    }
-
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key).map(String::as_str)
-    }
-
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.get(key).map(String::as_str)
     }
 }
 
@@ -183,11 +90,38 @@ impl ObjectRef {
 #[derive(Deserialize, Default, Debug, Clone, PartialEq)]
 #[serde(default)]
 pub struct Object {
-    #[serde(deserialize_with = "nullable")]
-    pub kind: String,
+    #[serde(deserialize_with = "known_kind")]
+    pub kind: Cow<'static, str>,
     pub metadata: Metadata,
     pub spec: Value,
     pub status: Value,
+}
+
+/// An object's kind (null is none), the catalogue's own string when it is a kind the catalogue
+/// reads, so that the thousands of objects of a list allocate no copy of it.
+fn known_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'static, str>, D::Error> {
+    struct Kind;
+    impl<'de> serde::de::Visitor<'de> for Kind {
+        type Value = Cow<'static, str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(Cow::Borrowed(""))
+        }
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+        fn visit_str<E>(self, kind: &str) -> Result<Self::Value, E> {
+            Ok(catalogue::resources_read()
+                .find(|r| r.kind == kind)
+                .map_or_else(|| Cow::Owned(kind.to_string()), |r| Cow::Borrowed(r.kind)))
+        }
+    }
+    deserializer.deserialize_option(Kind)
 }
 
 impl Object {
@@ -474,9 +408,9 @@ impl Template {
             ("", name) | (name, _) => name,
         };
         let namespace = if request.namespace.is_empty() {
-            &meta.namespace
+            namespace_of(old_object)
         } else {
-            &request.namespace
+            request.namespace.clone()
         };
         let (group, kind) = (&request.kind.group, &request.kind.kind);
         Ok(Template {
@@ -486,7 +420,7 @@ impl Template {
                 name: name.to_string(),
             },
             class,
-            namespace: namespace.clone(),
+            namespace,
             node_reuse: group == INFRASTRUCTURE_GROUP
                 && kind == catalogue::METAL3_MACHINE_TEMPLATE.kind
                 && node_reuse(old_object),
@@ -642,29 +576,29 @@ mod tests {
         assert_eq!(reference.group(), expected);
     }
 
-    #[test]
-    fn nulls_count_as_absent() {
-        let meta: Metadata =
-            serde_json::from_str(r#"{"name":null,"annotations":null,"labels":null}"#).unwrap();
-        assert_eq!(meta, Metadata::default());
-    }
-
-    #[test]
-    fn only_the_annotations_and_labels_read_are_kept() {
-        let meta: Metadata = serde_json::from_str(
-            r#"{"annotations":{"a":{"x":1},"cluster.x-k8s.io/cloned-from-name":"t"},"labels":{"b":"c","cluster.x-k8s.io/cluster-name":"edge"}}"#,
-        )
-        .unwrap();
-        assert_eq!(meta.annotations.len(), 1);
-        assert_eq!(meta.annotation(CLONED_FROM_NAME), Some("t"));
-        assert_eq!(meta.labels.len(), 1);
-        assert_eq!(
-            meta.label(crate::references::CLUSTER_NAME_LABEL),
-            Some("edge")
-        );
-        // a key that is read must hold a string
-        let odd = r#"{"annotations":{"clusterctl.cluster.x-k8s.io/delete-for-move":1}}"#;
-        assert!(serde_json::from_str::<Metadata>(odd).is_err());
+    /// A catalogue kind is the catalogue's string, not a copy; any other is copied; the errors are those of
+    /// a plain string field.
+    #[rstest]
+    #[case::catalogue_kind(r#"{"kind":"Metal3Machine"}"#, Ok(("Metal3Machine", true)))]
+    #[case::other_kind(r#"{"kind":"Metal3Machina"}"#, Ok(("Metal3Machina", false)))]
+    #[case::null(r#"{"kind":null}"#, Ok(("", true)))]
+    #[case::absent(r#"{}"#, Ok(("", true)))]
+    #[case::number(r#"{"kind":7}"#, Err("invalid type: integer `7`, expected a string"))]
+    #[case::map(r#"{"kind":{}}"#, Err("invalid type: map, expected a string"))]
+    fn object_kinds(#[case] object: &str, #[case] expected: Result<(&str, bool), &str>) {
+        let read = serde_json::from_str::<Object>(object);
+        let got = match &read {
+            // Not copied: the catalogue's string, or empty (which allocates nothing).
+            Ok(o) => Ok((
+                &*o.kind,
+                matches!(o.kind, Cow::Borrowed(_)) || o.kind.is_empty(),
+            )),
+            Err(e) => Err(e.to_string()),
+        };
+        match expected {
+            Ok(kind) => assert_eq!(got, Ok(kind)),
+            Err(error) => assert!(got.as_ref().is_err_and(|e| e.starts_with(error)), "{got:?}"),
+        }
     }
 
     /// What the policy server sends is read as serde_json reads a struct of `kind` and `items`.
@@ -688,10 +622,5 @@ mod tests {
             (None, vec!["K".into(), "J".into(), "I".into()])
         );
         assert_eq!(read.stray.as_deref(), Some("J"));
-    }
-
-    #[test]
-    fn wrong_types_are_errors_not_defaults() {
-        assert!(serde_json::from_str::<Metadata>(r#"{"name":7}"#).is_err());
     }
 }

@@ -20,6 +20,7 @@ mod fuzz;
 mod host;
 mod lookups;
 mod message;
+mod metadata;
 mod mutation;
 mod references;
 mod settings;

@@ -457,7 +457,7 @@ mod tests {
         Referrer {
             kind: Keeper::Known(kind(kind_name)),
             name: name.into(),
-            fields: vec![field.into()],
+            fields: vec![field.to_string().into()],
             cluster: None,
         }
     }

@@ -3,6 +3,7 @@
 //! one list: a field cannot be extracted without being masked, or masked without being read.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 use crate::capi::{Metadata, Object, ObjectRef, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
 use crate::catalogue::{split_key, ReferrerKind, CLUSTER};
@@ -14,8 +15,9 @@ pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedTemplate {
     /// Path of the field, as a user would look it up (`kubectl explain` style), list items named
-    /// by their key (`spec.workers.machineDeployments[class=md-0]...`).
-    pub field: String,
+    /// by their key (`spec.workers.machineDeployments[class=md-0]...`); a fixed field is not
+    /// copied for each object.
+    pub field: Cow<'static, str>,
     pub reference: ObjectRef,
 }
 
@@ -95,7 +97,7 @@ fn walk(
     if path.is_empty() {
         let reference = reference_at(value, shown)?;
         out.push(NamedTemplate {
-            field: shown.clone(),
+            field: Cow::Owned(shown.clone()),
             reference,
         });
         return Ok(());
@@ -285,7 +287,7 @@ pub fn scan(object: &Object) -> Vec<NamedTemplate> {
                 let text = |key: &str| fields.get(key).and_then(Value::as_str);
                 if let (Some(kind), Some(name)) = (text("kind"), text("name")) {
                     out.push(NamedTemplate {
-                        field: here.to_string(),
+                        field: Cow::Owned(here.to_string()),
                         reference: ObjectRef {
                             api_version: text("apiVersion").map(str::to_string),
                             api_group: text("apiGroup").map(str::to_string),
@@ -340,7 +342,7 @@ fn take_cloned(meta: &mut Metadata) -> Option<NamedTemplate> {
     let group = kind[dot + 1..].to_string();
     kind.truncate(dot);
     Some(NamedTemplate {
-        field: CLONED_FIELD.to_string(),
+        field: Cow::Borrowed(CLONED_FIELD),
         reference: ObjectRef {
             api_version: None,
             api_group: Some(group),
@@ -364,7 +366,7 @@ mod tests {
             .unwrap()
             .named
             .into_iter()
-            .map(|n| (n.field, n.reference.name))
+            .map(|n| (n.field.into_owned(), n.reference.name))
             .collect();
         fields.sort();
         fields

@@ -2,6 +2,8 @@
 //! [`Lookups`] trait. The rows run in the order of the decision table in docs/design.md; nothing
 //! else decides.
 
+use std::borrow::Cow;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use crate::capi::Template;
@@ -57,7 +59,8 @@ impl Keeper {
 pub struct Referrer {
     pub kind: Keeper,
     pub name: String,
-    pub fields: Vec<String>,
+    /// A fixed field is the catalogue's string, not a copy per object.
+    pub fields: Vec<Cow<'static, str>>,
     /// The Cluster it belongs to, if it says.
     pub cluster: Option<String>,
 }
@@ -130,18 +133,28 @@ fn referrers_keeping(
         .filter(|kind| kind.can_keep(template.class, template.node_reuse))
     {
         let candidates = lookups.referrers(kind)?;
-        let mut by_name: BTreeMap<String, (Vec<String>, Option<String>)> = BTreeMap::new();
+        let mut by_name: BTreeMap<String, (Vec<Cow<'static, str>>, Option<String>)> =
+            BTreeMap::new();
+        // Each candidate's strings are moved into its entry, not copied: there may be thousands.
         for candidate in candidates
-            .iter()
+            .into_iter()
             .filter(|c| counts(kind, c, template.node_reuse, settings))
         {
-            for named in &candidate.named {
-                if template.reference.is_named_by(&named.reference) {
-                    let entry = by_name
-                        .entry(candidate.name.clone())
-                        .or_insert_with(|| (vec![], candidate.cluster.clone()));
-                    entry.0.push(named.field.clone());
+            let fields: Vec<Cow<'static, str>> = candidate
+                .named
+                .into_iter()
+                .filter(|named| template.reference.is_named_by(&named.reference))
+                .map(|named| named.field)
+                .collect();
+            if fields.is_empty() {
+                continue;
+            }
+            // A name listed twice keeps the Cluster of its first object, with every field.
+            match by_name.entry(candidate.name) {
+                Entry::Vacant(entry) => {
+                    entry.insert((fields, candidate.cluster));
                 }
+                Entry::Occupied(mut entry) => entry.get_mut().0.extend(fields),
             }
         }
         found.extend(by_name.into_iter().map(|(name, (mut fields, cluster))| {
@@ -202,7 +215,7 @@ fn scanned_keeping(
                         references::cluster_label(&object.metadata),
                     ),
                 };
-                let mut fields: Vec<String> = named
+                let mut fields: Vec<Cow<'static, str>> = named
                     .into_iter()
                     .filter(|n| template.reference.is_named_by(&n.reference))
                     .map(|n| n.field)

@@ -11,7 +11,10 @@ fn kept_by(decision: Decision) -> Vec<(String, Vec<String>)> {
     match decision {
         Decision::Keep(referrers) => referrers
             .into_iter()
-            .map(|r| (r.kind.kind().to_string(), r.fields))
+            .map(|r| {
+                let fields = r.fields.into_iter().map(|f| f.into_owned()).collect();
+                (r.kind.kind().to_string(), fields)
+            })
             .collect(),
         Decision::Release(_) => vec![],
     }

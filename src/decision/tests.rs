@@ -29,7 +29,7 @@ fn metal3(name: &str) -> Template {
 
 fn names(field: &str, group: &str, kind: &str, name: &str) -> NamedTemplate {
     NamedTemplate {
-        field: field.into(),
+        field: field.to_string().into(),
         reference: serde_json::from_value(json!({"apiGroup": group, "kind": kind, "name": name}))
             .unwrap(),
     }
@@ -61,7 +61,10 @@ fn kept(decision: Decision) -> Vec<(String, String, Vec<String>)> {
     match decision {
         Decision::Keep(referrers) => referrers
             .into_iter()
-            .map(|r| (r.kind.kind().to_string(), r.name, r.fields))
+            .map(|r| {
+                let fields = r.fields.into_iter().map(|f| f.into_owned()).collect();
+                (r.kind.kind().to_string(), r.name, fields)
+            })
             .collect(),
         Decision::Release(release) => panic!("released: {release:?}"),
     }
