@@ -215,20 +215,30 @@ impl<'a> FuzzHost<'a> {
 }
 
 impl Host for FuzzHost<'_> {
-    /// The next answer of the case: a good one allows, an empty one refuses, any other is the
-    /// same failure a list would get.
+    /// The next answer of the case: a good one allows, an empty one refuses; a failing one is
+    /// the same failure a list would get, its bytes (not JSON, or no review) passed on as they
+    /// came, so that the policy must read them as no answer.
     fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
         let a = &r.subject_access_review.resource_attributes;
         let call = format!("can-i {} {} {:?}", a.verb, a.resource, a.namespace);
         let answer = match self.answer(call, "authorization.k8s.io/v1", "SubjectAccessReview", None)
         {
-            Ok(_) => {
+            Ok(bytes) => {
                 let i = self.next.get() - 1;
-                let allowed =
-                    self.case.answers.get(i).copied().unwrap_or(Answer::Good) != Answer::Empty;
-                Ok(json!({"allowed": allowed, "reason": if allowed { "" } else { "no RBAC policy matched" }})
-                    .to_string()
-                    .into_bytes())
+                match self.case.answers.get(i).copied().unwrap_or(Answer::Good) {
+                    failing if failing.is_failure() => Ok(bytes),
+                    answer => {
+                        let allowed = answer != Answer::Empty;
+                        let reason = if allowed {
+                            ""
+                        } else {
+                            "no RBAC policy matched"
+                        };
+                        Ok(json!({"allowed": allowed, "reason": reason})
+                            .to_string()
+                            .into_bytes())
+                    }
+                }
             }
             Err(e) => Err(e),
         };
