@@ -30,6 +30,31 @@ where
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
+/// A string or null, as [`nullable`] reads it, but borrowed while `read` makes what is kept of
+/// it (null gives `read("")`): a list of thousands of objects then copies only what it keeps.
+pub fn nullable_str<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    read: fn(&str) -> T,
+) -> Result<T, D::Error> {
+    struct Str<T>(fn(&str) -> T);
+    impl<'de, T> serde::de::Visitor<'de> for Str<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_none<E>(self) -> Result<T, E> {
+            Ok((self.0)(""))
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+        fn visit_str<E>(self, value: &str) -> Result<T, E> {
+            Ok((self.0)(value))
+        }
+    }
+    deserializer.deserialize_option(Str(read))
+}
+
 /// The group part of an `apiVersion` (`""` for the core group `v1`).
 pub fn group_of(api_version: &str) -> &str {
     api_version
@@ -100,28 +125,11 @@ pub struct Object {
 /// An object's kind (null is none), the catalogue's own string when it is a kind the catalogue
 /// reads, so that the thousands of objects of a list allocate no copy of it.
 fn known_kind<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'static, str>, D::Error> {
-    struct Kind;
-    impl<'de> serde::de::Visitor<'de> for Kind {
-        type Value = Cow<'static, str>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok(Cow::Borrowed(""))
-        }
-        fn visit_some<D: Deserializer<'de>>(
-            self,
-            deserializer: D,
-        ) -> Result<Self::Value, D::Error> {
-            deserializer.deserialize_str(self)
-        }
-        fn visit_str<E>(self, kind: &str) -> Result<Self::Value, E> {
-            Ok(catalogue::resources_read()
-                .find(|r| r.kind == kind)
-                .map_or_else(|| Cow::Owned(kind.to_string()), |r| Cow::Borrowed(r.kind)))
-        }
-    }
-    deserializer.deserialize_option(Kind)
+    nullable_str(deserializer, |kind| {
+        catalogue::resources_read()
+            .find(|r| r.kind == kind)
+            .map_or_else(|| Cow::Owned(kind.to_string()), |r| Cow::Borrowed(r.kind))
+    })
 }
 
 impl Object {

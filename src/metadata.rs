@@ -4,7 +4,9 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::capi::{nullable, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
+use crate::capi::{
+    nullable, nullable_str, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE,
+};
 
 /// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps.
 const READ_KEYS: [&str; 4] = [
@@ -37,23 +39,7 @@ pub struct Metadata {
 
 /// A string (or null) that is checked and not kept: reading it allocates nothing.
 fn unkept_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
-    struct Unkept;
-    impl<'de> serde::de::Visitor<'de> for Unkept {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_none<E>(self) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-            deserializer.deserialize_str(self)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
-        }
-    }
-    deserializer.deserialize_option(Unkept)
+    nullable_str(deserializer, |_| ())
 }
 
 /// The namespace in an object's metadata (absent or null is empty): [`Metadata`] checks it but
@@ -159,10 +145,6 @@ impl Metadata {
         self.deletion_timestamp.is_some()
     }
 
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.get(key)
-    }
-
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key)
     }
@@ -186,7 +168,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(meta.annotations.kept(), 1);
-        assert_eq!(meta.annotation(CLONED_FROM_NAME), Some("t"));
+        assert_eq!(meta.annotations.get(CLONED_FROM_NAME), Some("t"));
         assert_eq!(meta.labels.kept(), 1);
         assert_eq!(
             meta.label(crate::references::CLUSTER_NAME_LABEL),
