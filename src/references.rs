@@ -205,23 +205,34 @@ pub fn take_candidate(kind: &ReferrerKind, object: &mut Object) -> Result<Candid
         imply(kind, field, &mut found);
         named.extend(found);
     }
-    let (cluster, replicas, machines) = facts(kind, object)?;
+    let facts = facts(kind, object)?;
     let meta = &mut object.metadata;
     if kind.cloned_from {
         named.extend(take_cloned(meta));
     }
+    Ok(candidate_from(kind, facts, meta, named))
+}
+
+/// The candidate of an object whose [`facts`] were read: its name and cluster-name label are
+/// taken out of `meta`.
+fn candidate_from(
+    kind: &ReferrerKind,
+    (cluster, replicas, machines): Facts,
+    meta: &mut Metadata,
+    named: Vec<NamedTemplate>,
+) -> Candidate {
     let cluster = match kind.resource == CLUSTER {
         true => Some(meta.name.clone()),
         false => cluster.or_else(|| meta.labels.remove(CLUSTER_NAME_LABEL)),
     };
-    Ok(Candidate {
+    Candidate {
         name: std::mem::take(&mut meta.name),
         deleting: meta.is_deleting(),
         cluster,
         replicas,
         machines,
         named,
-    })
+    }
 }
 
 /// `spec.clusterName` (when not empty), `spec.replicas` and `status.replicas`, where the kind
@@ -260,20 +271,13 @@ pub fn candidate_naming(
     object: &Object,
     named: Vec<NamedTemplate>,
 ) -> Result<Candidate, BadField> {
-    let (cluster, replicas, machines) = facts(kind, object)?;
-    let meta = &object.metadata;
-    let cluster = match kind.resource == CLUSTER {
-        true => Some(meta.name.clone()),
-        false => cluster.or_else(|| cluster_label(meta)),
-    };
-    Ok(Candidate {
-        name: meta.name.clone(),
-        deleting: meta.is_deleting(),
-        cluster,
-        replicas,
-        machines,
+    let facts = facts(kind, object)?;
+    Ok(candidate_from(
+        kind,
+        facts,
+        &mut object.metadata.clone(),
         named,
-    })
+    ))
 }
 
 /// Every reference anywhere in a scanned object's spec, for a kind the catalogue does not know: a
@@ -321,14 +325,7 @@ pub fn cluster_label(meta: &Metadata) -> Option<String> {
 /// The template an object was cloned from, as its cloned-from annotations name it: the name and
 /// `Kind.group` (split at the first dot, as kinds have none).
 pub fn cloned_from(meta: &Metadata) -> Option<ObjectRef> {
-    let name = meta.annotation(CLONED_FROM_NAME)?;
-    let (kind, group) = meta.annotation(CLONED_FROM_GROUPKIND)?.split_once('.')?;
-    Some(ObjectRef {
-        api_version: None,
-        api_group: Some(group.to_string()),
-        kind: kind.to_string(),
-        name: name.to_string(),
-    })
+    take_cloned(&mut meta.clone()).map(|named| named.reference)
 }
 
 /// Where a Metal3Machine names its template: [`CLONED_FROM_NAME`].
