@@ -84,6 +84,23 @@ patch_is() {
   allowed
 }
 
+@test "row 1: a MachineSet outside a MachineDeployment keeps its template scaled to zero" {
+  evaluate guard-row1-standalone-machineset '{}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
+}
+
+@test "row 1, Cluster API 1.10: a MachineDeployment in another namespace keeps the template it names" {
+  evaluate guard-row1-cross-namespace-v1beta1 '{}'
+  rejected_with 409
+  message_has "MachineDeployment edge-east/edge-b-md-storage (spec.template.spec.infrastructureRef)"
+}
+
+@test "row 1, Cluster API 1.10: a reference to another namespace does not keep the template" {
+  evaluate guard-row1-other-namespace-v1beta1 '{}'
+  allowed
+}
+
 @test "row 1: countScaledDownMachineSets makes a scaled-down MachineSet keep its template" {
   evaluate guard-row1-scaled-down-machineset '{"countScaledDownMachineSets":true}'
   rejected_with 409
@@ -158,7 +175,7 @@ patch_is() {
 @test "a failed lookup rejects (fail closed) with the lookup and the fix" {
   evaluate guard-lookup-failure '{}'
   rejected_with 500
-  message_has "listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed:"
+  message_has "listing MachineSet objects (cluster.x-k8s.io/v1beta1) in every namespace failed:"
   message_has "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources"
   message_has "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources."
 }

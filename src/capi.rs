@@ -94,6 +94,10 @@ pub struct ObjectRef {
     pub kind: String,
     #[serde(deserialize_with = "nullable")]
     pub name: String,
+    /// The namespace a v1beta1 `ObjectReference` gives. Read only for the kinds and versions
+    /// whose controllers follow it (`ReferrerKind::follows_reference_namespace_at`), and then
+    /// resolved: an empty one is the referrer's own.
+    pub namespace: Option<String>,
 }
 
 impl ObjectRef {

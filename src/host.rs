@@ -280,6 +280,58 @@ pub fn may_list(
     })
 }
 
+/// An item of a list across namespaces, read whole so that its namespace (which [`Object`] does
+/// not keep) can be taken before the object is decoded.
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct Whole(serde_json::Value);
+
+impl Kinded for Whole {
+    fn kind(&self) -> &str {
+        self.0
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+/// Lists `resource` at `version` in every namespace, keeping `masks` and each object's
+/// namespace, for a kind whose references may name a template in another namespace. `each` reads
+/// every object with its namespace. Such lists are of MachineDeployments, MachineSets and control
+/// planes, a few per Cluster: decoding each item twice costs little there.
+pub fn list_across_namespaces<U>(
+    host: &dyn Host,
+    resource: &'static Resource,
+    mut masks: BTreeSet<String>,
+    version: &str,
+    mut each: impl FnMut(Object, String) -> U,
+) -> Result<Vec<U>, LookupError> {
+    masks.insert("metadata.namespace".to_string());
+    let request = ListAllResourcesRequest {
+        api_version: resource.api_version(version),
+        kind: resource.kind.to_string(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: Some(masks),
+    };
+    let answer = host.list_all_resources(&request);
+    let lookup = Lookup::ListAll {
+        api_version: request.api_version,
+        resource,
+    };
+    let whole = items(lookup.clone(), resource.kind, answer, |item: Whole| item.0)?;
+    whole
+        .into_iter()
+        .map(|value| {
+            let namespace = crate::metadata::namespace_of(&value);
+            let object = serde_json::from_value::<Object>(value).map_err(|e| {
+                unreadable(lookup.clone(), format!("the answer cannot be read: {e}"))
+            })?;
+            Ok(each(object, namespace))
+        })
+        .collect()
+}
+
 /// Lists a kind the catalogue does not know whole (`api_version`, `kind` and `plural` from its
 /// CRD) in `namespace`, keeping `masks` (the scan's, and a known kind's own reads).
 pub fn list_scanned(

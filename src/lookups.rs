@@ -244,6 +244,44 @@ impl<'a> HostLookups<'a> {
         }
     }
 
+    /// The objects of `kind`, read at `version` where its controller follows the namespace a
+    /// reference gives: listed in every namespace (one call, as in the template's namespace),
+    /// each candidate saying where it is, so that the decision resolves its references
+    /// ([`references::resolves_to`]).
+    fn referrers_across_namespaces(
+        &self,
+        kind: &'static ReferrerKind,
+        version: &'static str,
+    ) -> Result<Vec<Candidate>, LookupError> {
+        let candidates = host::list_across_namespaces(
+            self.host,
+            &kind.resource,
+            kind.masks(),
+            version,
+            |mut object, namespace| {
+                references::take_candidate(kind, &mut object)
+                    .map(|candidate| Candidate {
+                        namespace: Some(namespace),
+                        ..candidate
+                    })
+                    .map_err(|e| (e, object.metadata.name))
+            },
+        )?;
+        candidates
+            .into_iter()
+            .map(|candidate| {
+                candidate.map_err(|(e, name)| {
+                    let mut error = self.bad_field(kind, version, &name, e);
+                    error.lookup = Lookup::ListAll {
+                        api_version: kind.resource.api_version(version),
+                        resource: &kind.resource,
+                    };
+                    error
+                })
+            })
+            .collect()
+    }
+
     /// Whether an installed kind is scanned for a template of `class`.
     fn scans(
         &mut self,
@@ -283,6 +321,9 @@ impl Lookups for HostLookups<'_> {
             At::Unknown(_) if !kind.cloned_from => return Ok(vec![]),
             At::Unknown(served) => return Err(self.unreadable_version(&kind.resource, &served)),
         };
+        if kind.follows_reference_namespace(version) {
+            return self.referrers_across_namespaces(kind, version);
+        }
         // Each object becomes its candidate as soon as it is decoded, and is dropped.
         let at = (version, self.namespace);
         let candidates = host::list(self.host, &kind.resource, kind.masks(), at, |mut object| {

@@ -84,10 +84,17 @@ fn describe_group(group: &[&Referrer]) -> String {
     let mut names: Vec<String> = shown
         .iter()
         .map(|r| {
+            // A referrer in another namespace is named with it, as kubectl names objects.
+            let name = match &r.namespace {
+                Some(namespace) => {
+                    format!("{}/{}", clip(namespace, MAX_NAME), clip(&r.name, MAX_NAME))
+                }
+                None => clip(&r.name, MAX_NAME),
+            };
             if same_fields {
-                clip(&r.name, MAX_NAME)
+                name
             } else {
-                format!("{} ({})", clip(&r.name, MAX_NAME), r.fields.join(", "))
+                format!("{name} ({})", r.fields.join(", "))
             }
         })
         .collect();
@@ -167,7 +174,17 @@ fn lookup_text(lookup: &Lookup) -> String {
         Lookup::ListAll {
             api_version,
             resource,
-        } => format!("listing {} objects ({api_version})", resource.kind),
+        } if **resource == crate::catalogue::CRD => {
+            format!("listing {} objects ({api_version})", resource.kind)
+        }
+        // A namespaced kind listed cluster-wide: its references may name another namespace.
+        Lookup::ListAll {
+            api_version,
+            resource,
+        } => format!(
+            "listing {} objects ({api_version}) in every namespace",
+            resource.kind
+        ),
         Lookup::List {
             api_version,
             resource,
@@ -457,9 +474,22 @@ mod tests {
         Referrer {
             kind: Keeper::Known(kind(kind_name)),
             name: name.into(),
+            namespace: None,
             fields: vec![field.to_string().into()],
             cluster: None,
         }
+    }
+
+    #[test]
+    fn a_referrer_in_another_namespace_is_named_with_it() {
+        let mut md = r(
+            "MachineDeployment",
+            "md-0",
+            "spec.template.spec.infrastructureRef",
+        );
+        md.namespace = Some("edge-east".into());
+        let text = in_use(&template(), &[md]);
+        assert!(text.contains("MachineDeployment edge-east/md-0"), "{text}");
     }
 
     #[test]

@@ -9,11 +9,12 @@ use crate::capi::{
 };
 
 /// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps.
-const READ_KEYS: [&str; 4] = [
+const READ_KEYS: [&str; 5] = [
     CLONED_FROM_NAME,
     CLONED_FROM_GROUPKIND,
     DELETE_FOR_MOVE,
     crate::references::CLUSTER_NAME_LABEL,
+    crate::references::DEPLOYMENT_NAME_LABEL,
 ];
 
 /// The metadata the policy reads of an object. Only the annotations and labels it reads are kept

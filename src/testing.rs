@@ -255,6 +255,14 @@ impl FakeHost {
         )
     }
 
+    /// Answers the list of `kind` across namespaces (`list_all_resources`).
+    pub fn answer_list_all(self, api_version: &str, kind: &str, json: &str) -> Self {
+        self.with(
+            ("list-all", api_version.into(), kind.into(), String::new()),
+            Ok(json.into()),
+        )
+    }
+
     pub fn fail_list(self, api_version: &str, kind: &str, error: &str) -> Self {
         self.with(
             ("list", api_version.into(), kind.into(), String::new()),
@@ -345,6 +353,16 @@ impl FakeHost {
         masks: &Option<BTreeSet<String>>,
     ) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push((call.clone(), masks.clone()));
+        // The host holds one namespace: a list across namespaces answers what its list answers.
+        let namespaced = ("list", key.1.clone(), key.2.clone(), key.3.clone());
+        let key = match key.0 {
+            "list-all"
+                if !self.answers.contains_key(&key) && self.answers.contains_key(&namespaced) =>
+            {
+                namespaced
+            }
+            _ => key,
+        };
         match self.answers.get(&key) {
             Some(Ok(json)) => Ok(masked_answer(json, masks, key.0 == "get").into_bytes()),
             Some(Err(error)) => Err(error.clone()),

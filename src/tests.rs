@@ -89,8 +89,8 @@ fn v1_namespace() -> FakeHost {
 /// installed kind that can keep a node-reuse machine template, each at the version it is served.
 const V1_LISTS: [&str; 6] = [
     "list-all apiextensions.k8s.io/v1 CustomResourceDefinition",
-    "list cluster.x-k8s.io/v1beta1 MachineDeployment edge-sites",
-    "list cluster.x-k8s.io/v1beta1 MachineSet edge-sites",
+    "list-all cluster.x-k8s.io/v1beta1 MachineDeployment",
+    "list-all cluster.x-k8s.io/v1beta1 MachineSet",
     "list controlplane.cluster.x-k8s.io/v1beta1 KubeadmControlPlane edge-sites",
     "list cluster.x-k8s.io/v1beta1 ClusterClass edge-sites",
     "list infrastructure.cluster.x-k8s.io/v1beta1 Metal3Machine edge-sites",
@@ -260,7 +260,7 @@ fn failed_list_fails_closed_and_stops_looking() {
     let response = run("guard-lookup-failure", json!({}), &host);
     assert_eq!(
         refusal(response, 500),
-        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace edge-sites failed: Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported. Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
+        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in every namespace failed: Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported. Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
     );
     // The CRDs, MachineDeployments, then MachineSets: nothing after the failure.
     assert_eq!(host.calls().len(), 3);
@@ -378,9 +378,10 @@ fn a_kind_without_a_crd_costs_no_call_and_an_installed_one_is_read_at_its_versio
         message.contains("TalosControlPlane edge-a-cp (spec.infrastructureTemplate)"),
         "{message}"
     );
+    // Talos reads its template at the namespace the reference gives: listed across namespaces.
     let calls = host.calls();
     assert!(calls.contains(
-        &"list controlplane.cluster.x-k8s.io/v1alpha3 TalosControlPlane edge-sites".to_string()
+        &"list-all controlplane.cluster.x-k8s.io/v1alpha3 TalosControlPlane".to_string()
     ));
     assert!(
         !calls.iter().any(|c| c.contains("KubeadmControlPlane")),

@@ -87,13 +87,21 @@ def yaml_list(items):
 
 
 def list_call(kind, version, items=None, error=None):
-    request = (f"!KubernetesListResourceNamespace\napi_version: {av(kind, version)}\nkind: {kind}\n"
-               f"namespace: {NS}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n"
-               + yaml_list(MASKS[kind]))
+    # A kind whose controller follows the namespace a reference gives is listed across namespaces,
+    # keeping each object's namespace (src/lookups.rs, referrers_across_namespaces).
+    if version in CATALOGUE[kind]["acrossNamespacesAt"]:
+        masks = MASKS[kind] + ["metadata.namespace"]
+        request = (f"!KubernetesListResourceAll\napi_version: {av(kind, version)}\nkind: {kind}\n"
+                   f"label_selector: null\nfield_selector: null\nfield_masks:\n" + yaml_list(masks))
+    else:
+        masks = MASKS[kind]
+        request = (f"!KubernetesListResourceNamespace\napi_version: {av(kind, version)}\nkind: {kind}\n"
+                   f"namespace: {NS}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n"
+                   + yaml_list(masks))
     if error is not None:
         return {"type": "Exchange", "request": request, "response": {"type": "Error", "message": error}}
     payload = {"apiVersion": av(kind, version), "kind": f"{kind}List", "metadata": {"resourceVersion": "4711"},
-               "items": [masked(i, MASKS[kind]) for i in (items or [])]}
+               "items": [masked(i, masks) for i in (items or [])]}
     return {"type": "Exchange", "request": request,
             "response": {"type": "Success", "payload": json.dumps(payload, separators=(",", ":"))}}
 
@@ -251,6 +259,13 @@ no_owner = {"ownerReferences": []}
 scaled_ms2 = copy.deepcopy(ms2)
 scaled_ms2["spec"]["replicas"] = 0
 scaled_ms2["status"] = {"replicas": 0}
+standalone_ms2 = copy.deepcopy(scaled_ms2)
+standalone_ms2["metadata"]["labels"].pop("cluster.x-k8s.io/deployment-name")
+standalone_ms2["metadata"]["ownerReferences"] = [
+    o for o in standalone_ms2["metadata"].get("ownerReferences", []) if o["kind"] != "MachineDeployment"]
+md1_east = with_meta(md1, namespace="edge-east", name="edge-b-md-storage")
+md1_west_ref = copy.deepcopy(md1)
+md1_west_ref["spec"]["template"]["spec"]["infrastructureRef"]["namespace"] = "edge-west"
 old_tpl_1b8 = old_template(with_meta(tpl_workers2, **no_owner), "edge-a-workers-1b8e4a60")
 rke2_1 = obj("v1beta1/08-rke2controlplane.json")
 tpl_cp1 = obj("v1beta1/02-metal3machinetemplate-controlplane.json")
@@ -335,6 +350,17 @@ CASES = {
     # Row 1: a MachineSet scaled to zero with no machines left releases the template.
     "guard-row1-scaled-down-machineset": (delete(old_tpl_1b8), infra_lists(
         V2, md=[md2], ms=[scaled_ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # Row 1: a MachineSet outside a MachineDeployment (no deployment-name label) keeps its
+    # templates scaled to zero: Cluster API fails its reconcile without them.
+    "guard-row1-standalone-machineset": (delete(old_tpl_1b8), infra_lists(
+        V2, md=[md2], ms=[standalone_ms2], kcp=[kcp2], rke2=[], m3m=[])),
+    # Row 1, Cluster API 1.10: a MachineDeployment in another namespace whose reference names the
+    # template's namespace keeps it (listed across namespaces).
+    "guard-row1-cross-namespace-v1beta1": (delete(tpl_workers1), infra_lists(
+        V1, md=[md1_east], ms=[], kcp=[kcp1], m3m=[])),
+    # Row 1, Cluster API 1.10: a reference naming another namespace names another template.
+    "guard-row1-other-namespace-v1beta1": (delete(tpl_workers1), infra_lists(
+        V1, md=[md1_west_ref], ms=[], kcp=[kcp1], m3m=[])),
     # Row 1: referrers being deleted do not count (the MachineSet's machines are gone: its
     # controller wrote status.replicas 0).
     "guard-row1-deleting-referrers": (delete(old_tpl_1b8), infra_lists(

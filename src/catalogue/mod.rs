@@ -295,9 +295,14 @@ pub struct ReferrerKind {
     pub while_deleting: WhileDeleting,
     /// Still keeps its template while its Cluster is being deleted or gone (row 6 skips it).
     pub kept_through_cluster_deletion: bool,
-    /// A MachineSet scaled to zero with no machines left keeps nothing (unless
-    /// `countScaledDownMachineSets`).
+    /// An old MachineSet of a MachineDeployment scaled to zero with no machines left keeps
+    /// nothing (unless `countScaledDownMachineSets`); see [`crate::references::Candidate::retired`].
     pub scaled_down_keeps_nothing: bool,
+    /// The versions at which its controller reads a template at the namespace the reference
+    /// gives (an empty one is the referrer's own): read there, the kind is listed cluster-wide
+    /// and a reference names a template only in the namespace it resolves to. At any other
+    /// version the template is read in the referrer's own namespace.
+    pub follows_reference_namespace_at: &'static [&'static str],
     pub advice: Advice,
 }
 
@@ -310,6 +315,11 @@ impl ReferrerKind {
     pub fn can_keep(&self, class: TemplateClass, node_reuse: bool) -> bool {
         self.keeps.contains(&class)
             && (class != TemplateClass::Machine || node_reuse || !self.only_node_reuse)
+    }
+
+    /// Whether, read at `version`, its references may name a template in another namespace.
+    pub fn follows_reference_namespace(&self, version: &str) -> bool {
+        self.follows_reference_namespace_at.contains(&version)
     }
 
     /// The field masks a list of this kind sends: what it reads and the plain paths of its

@@ -29,6 +29,7 @@ const fn control_plane(
         while_deleting: WhileDeleting::Keeps,
         kept_through_cluster_deletion: true,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: &[],
         advice: Advice::Rollout,
     }
 }
@@ -48,6 +49,7 @@ const fn health_check(resource: Resource, fields: &'static [&'static str]) -> Re
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: &[],
         advice: Advice::HealthCheck,
     }
 }
@@ -57,6 +59,16 @@ const MACHINE_SET_FIELDS: &[&str] = &[
     "spec.template.spec.bootstrap.configRef",
     "spec.template.spec.infrastructureRef",
 ];
+
+/// Cluster API 1.10 and older (v1beta1 only) read a MachineDeployment's and a MachineSet's templates
+/// at the namespace their references give: `reconcileExternalTemplateReference` defaults an
+/// empty one to the Cluster's, then `external.Get` reads `ref.Namespace`
+/// (internal/controllers/machinedeployment/machinedeployment_controller.go and
+/// internal/controllers/machineset/machineset_controller.go@v1.10.9), and the MachineSet clones
+/// its machines from there; their webhooks only default the namespace
+/// (internal/webhooks/machinedeployment.go, machineset.go@v1.10.9). From 1.11 the v1beta2
+/// references carry none and the controllers read the MachineSet's own namespace.
+const CAPI_REFERENCE_NAMESPACE: &[&str] = &[V1BETA1];
 
 /// Every referrer kind, in the order lookups run and messages list them.
 pub static REFERRERS: [ReferrerKind; 21] = [
@@ -83,6 +95,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: CAPI_REFERENCE_NAMESPACE,
         advice: Advice::Rollout,
     },
     // A MachineSet being deleted keeps its finalizer until its machines are gone, and CAPM3 >= 1.13
@@ -114,6 +127,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         while_deleting: WhileDeleting::KeepsNodeReuseWhileItHasMachines,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: true,
+        follows_reference_namespace_at: CAPI_REFERENCE_NAMESPACE,
         advice: Advice::Rollout,
     },
     control_plane(
@@ -141,15 +155,21 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         ],
     ),
     // Each control plane's kind, versions and field as its own API types give them.
-    // siderolabs/cluster-api-control-plane-provider-talos@v0.5.12 api/v1alpha3/taloscontrolplane_types.go
-    control_plane(
-        "TalosControlPlane",
-        "taloscontrolplanes",
-        CONTROL_PLANE_GROUP,
-        &["v1alpha3"],
-        None,
-        &["spec.infrastructureTemplate"],
-    ),
+    // siderolabs/cluster-api-control-plane-provider-talos@v0.5.12 api/v1alpha3/taloscontrolplane_types.go.
+    // Its controller reads the template at the reference's namespace on every reconcile
+    // (`reconcileExternalReference`, controllers/taloscontrolplane_controller.go@v0.5.12); the
+    // webhook only fills an empty one.
+    ReferrerKind {
+        follows_reference_namespace_at: &["v1alpha3"],
+        ..control_plane(
+            "TalosControlPlane",
+            "taloscontrolplanes",
+            CONTROL_PLANE_GROUP,
+            &["v1alpha3"],
+            None,
+            &["spec.infrastructureTemplate"],
+        )
+    },
     // canonical/cluster-api-control-plane-provider-microk8s@v0.6.11 api/v1beta1/microk8scontrolplane_types.go
     control_plane(
         "MicroK8sControlPlane",
@@ -225,9 +245,12 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // kairos-io/cluster-api-provider-kairos@v0.1.0-alpha.2 api/controlplane/v1beta2/
     // kairoscontrolplane_types.go: its machine template and its own bootstrap template. Its
     // `KairosConfigTemplateReference` makes apiVersion and kind optional and the examples write a
-    // name only; the controller reads it as a KairosConfigTemplate, so the kind is implied.
+    // name only; the controller reads it as a KairosConfigTemplate, so the kind is implied. The
+    // machine template is read at the namespace its reference gives (`getTemplateObject`,
+    // internal/infrastructure/clone.go); nothing defaults or validates it.
     ReferrerKind {
         keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
+        follows_reference_namespace_at: &[V1BETA2],
         implied: &[Implied {
             field: "spec.kairosConfigTemplate",
             group: BOOTSTRAP_GROUP,
@@ -299,6 +322,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: &[],
         advice: Advice::ClusterClass,
     },
     // Without its remediation template the MachineHealthCheck controller stops remediating every
@@ -348,6 +372,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         while_deleting: WhileDeleting::Keeps,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: &[],
         advice: Advice::NodeReuse,
     },
     // The Metal3DataTemplate's keepers. CAPM3 gives a data template only a finalizer: one being
@@ -435,6 +460,7 @@ const fn data_user(
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
         scaled_down_keeps_nothing: false,
+        follows_reference_namespace_at: &[],
         advice: Advice::DataTemplate,
     }
 }

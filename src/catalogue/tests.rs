@@ -90,13 +90,13 @@ fn plurals_are_the_kind_in_lower_case_plus_s() {
 fn catalogue_json_is_in_sync() {
     let mut kinds = serde_json::Map::new();
     for resource in resources_read() {
-        let masks = match REFERRERS.iter().find(|r| r.resource == *resource) {
-            Some(referrer) => referrer.masks(),
-            None => masks_of(resource),
-        };
+        let referrer = REFERRERS.iter().find(|r| r.resource == *resource);
+        let masks = referrer.map_or_else(|| masks_of(resource), ReferrerKind::masks);
+        // The versions at which the kind is listed across namespaces, not in the template's.
+        let across: &[&str] = referrer.map_or(&[], |r| r.follows_reference_namespace_at);
         kinds.insert(
             resource.kind.to_string(),
-            serde_json::json!({"group": resource.group, "plural": resource.plural, "versions": resource.versions, "masks": masks}),
+            serde_json::json!({"group": resource.group, "plural": resource.plural, "versions": resource.versions, "masks": masks, "acrossNamespacesAt": across}),
         );
     }
     let text = format!(

@@ -59,6 +59,9 @@ impl Keeper {
 pub struct Referrer {
     pub kind: Keeper,
     pub name: String,
+    /// Its namespace, when it is not the template's: a reference that names the template's
+    /// namespace (see [`crate::catalogue::ReferrerKind::follows_reference_namespace_at`]).
+    pub namespace: Option<String>,
     /// A fixed field is the catalogue's string, not a copy per object.
     pub fields: Vec<Cow<'static, str>>,
     /// The Cluster it belongs to, if it says.
@@ -133,40 +136,53 @@ fn referrers_keeping(
         .filter(|kind| kind.can_keep(template.class, template.node_reuse))
     {
         let candidates = lookups.referrers(kind)?;
-        let mut by_name: BTreeMap<String, (Vec<Cow<'static, str>>, Option<String>)> =
-            BTreeMap::new();
+        // Keyed by namespace (none: the template's) and name.
+        type Key = (Option<String>, String);
+        let mut by_name: BTreeMap<Key, (Vec<Cow<'static, str>>, Option<String>)> = BTreeMap::new();
         // Each candidate's strings are moved into its entry, not copied: there may be thousands.
         for candidate in candidates
             .into_iter()
             .filter(|c| counts(kind, c, template.node_reuse, settings))
         {
+            let across = candidate.namespace.as_deref();
             let fields: Vec<Cow<'static, str>> = candidate
                 .named
                 .into_iter()
-                .filter(|named| template.reference.is_named_by(&named.reference))
+                .filter(|named| {
+                    template.reference.is_named_by(&named.reference)
+                        && references::resolves_to(&named.reference, across, &template.namespace)
+                })
                 .map(|named| named.field)
                 .collect();
             if fields.is_empty() {
                 continue;
             }
+            let namespace = candidate
+                .namespace
+                .filter(|namespace| *namespace != template.namespace);
             // A name listed twice keeps the Cluster of its first object, with every field.
-            match by_name.entry(candidate.name) {
+            match by_name.entry((namespace, candidate.name)) {
                 Entry::Vacant(entry) => {
                     entry.insert((fields, candidate.cluster));
                 }
                 Entry::Occupied(mut entry) => entry.get_mut().0.extend(fields),
             }
         }
-        found.extend(by_name.into_iter().map(|(name, (mut fields, cluster))| {
-            fields.sort();
-            fields.dedup();
-            Referrer {
-                kind: Keeper::Known(kind),
-                name,
-                fields,
-                cluster,
-            }
-        }));
+        found.extend(
+            by_name
+                .into_iter()
+                .map(|((namespace, name), (mut fields, cluster))| {
+                    fields.sort();
+                    fields.dedup();
+                    Referrer {
+                        kind: Keeper::Known(kind),
+                        name,
+                        namespace,
+                        fields,
+                        cluster,
+                    }
+                }),
+        );
     }
     Ok(found)
 }
@@ -225,6 +241,7 @@ fn scanned_keeping(
                 (counted && !fields.is_empty()).then(|| Referrer {
                     kind,
                     name: object.metadata.name.clone(),
+                    namespace: None,
                     fields,
                     cluster,
                 })
@@ -255,7 +272,9 @@ fn kind_order(keeper: &Keeper) -> (usize, &str) {
 /// - Being deleted, it keeps only what its kind keeps while deleting (see [`WhileDeleting`]):
 ///   the topology controller deletes a MachineSet's templates before it lets the MachineSet go,
 ///   so counting those would deadlock; a control plane needs its template until it is gone.
-/// - A scaled-down MachineSet keeps nothing unless `countScaledDownMachineSets` is set.
+/// - An old revision of a MachineDeployment, scaled down, keeps nothing unless
+///   `countScaledDownMachineSets` is set; a MachineSet outside a MachineDeployment keeps its
+///   templates at any replica count (see [`Candidate::retired`]).
 fn counts(
     kind: &ReferrerKind,
     candidate: &Candidate,
@@ -269,7 +288,7 @@ fn counts(
     };
     (!candidate.deleting || while_deleting)
         && !(kind.scaled_down_keeps_nothing
-            && candidate.scaled_down()
+            && candidate.retired()
             && !settings.count_scaled_down_machine_sets)
 }
 
@@ -292,9 +311,11 @@ fn owning_clusters_going(
 
 /// A referrer that belongs to a Cluster being deleted or gone lets the template go with it,
 /// unless its kind keeps its template through the Cluster's deletion (control planes). A
-/// ClusterClass, or an object of another Cluster, still keeps it.
+/// ClusterClass, an object of another Cluster, or one in another namespace (whose Cluster is
+/// not the template's owner) still keeps it.
 fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
-    !referrer.kind.kept_through_cluster_deletion()
+    referrer.namespace.is_none()
+        && !referrer.kind.kept_through_cluster_deletion()
         && referrer
             .cluster
             .as_ref()

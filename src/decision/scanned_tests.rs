@@ -42,8 +42,10 @@ fn a_name_only_reference_of_a_known_kind_keeps_its_template(
     assert_eq!(kept, if is_kept { expected } else { vec![] });
 }
 
+/// A MachineSet of MachineDeployment `md`.
 fn machine_set(deleting: bool, replicas: Value, machines: Value) -> Value {
-    let mut meta = json!({"name": "ms"});
+    let mut meta =
+        json!({"name": "ms", "labels": {crate::references::DEPLOYMENT_NAME_LABEL: "md"}});
     if deleting {
         meta["deletionTimestamp"] = json!("2026-12-01T00:00:00Z");
     }
@@ -55,7 +57,8 @@ fn machine_set(deleting: bool, replicas: Value, machines: Value) -> Value {
 
 /// A MachineSet served only at a future version keeps its rules: being deleted it keeps nothing
 /// (but a nodeReuse template while it has machines), scaled to zero with no machines it keeps
-/// nothing; a field of another shape falls back to the scan's rule (keeps).
+/// nothing, unless it stands outside a MachineDeployment; a field of another shape falls back to
+/// the scan's rule (keeps).
 #[rstest]
 #[case::running(false, json!(1), json!(1), false, true)]
 #[case::deleting(true, json!(1), json!(1), false, false)]
@@ -78,6 +81,16 @@ fn a_machine_set_at_a_future_version_keeps_its_rules(
     };
     let kept = kept_by(decide(&t, &Settings::default(), &mut memory).unwrap());
     assert_eq!(!kept.is_empty(), is_kept, "{kept:?}");
+}
+
+#[test]
+fn a_standalone_machine_set_at_a_future_version_keeps_its_templates_scaled_down() {
+    let mut object = machine_set(false, json!(0), json!(0));
+    object["metadata"]["labels"] = json!({});
+    let mut memory = Memory::default().scanning(Ok(vec![("MachineSet", vec![object])]));
+    let t = template(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", "t");
+    let kept = kept_by(decide(&t, &Settings::default(), &mut memory).unwrap());
+    assert_eq!(kept.len(), 1, "{kept:?}");
 }
 
 /// A scanned catalogue kind sorts with the catalogue kinds (MachineSet before a control plane

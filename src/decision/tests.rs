@@ -97,18 +97,25 @@ fn row1_a_machine_set_being_deleted_keeps_nothing() {
     );
 }
 
+/// Cluster API tolerates a missing template only for an old revision of a MachineDeployment
+/// (`reconcileExternalTemplateReference`, machineset_controller.go@v1.14.0): a standalone
+/// MachineSet keeps its templates at any replica count.
 #[rstest]
-#[case::scaled_down_released(true, false, false)]
-#[case::scaled_down_counted_by_setting(true, true, true)]
-#[case::running_kept(false, false, true)]
+#[case::old_revision_scaled_down_released(true, true, false, false)]
+#[case::old_revision_scaled_down_counted_by_setting(true, true, true, true)]
+#[case::old_revision_running_kept(false, true, false, true)]
+#[case::standalone_scaled_down_kept(true, false, false, true)]
+#[case::standalone_running_kept(false, false, false, true)]
 fn row1_scaled_down_machine_sets(
     #[case] scaled_down: bool,
+    #[case] in_deployment: bool,
     #[case] count_scaled_down: bool,
     #[case] is_kept: bool,
 ) {
     let mut ms = naming_t("ms");
     ms.replicas = Some(0);
     ms.machines = Some(if scaled_down { 0 } else { 1 });
+    ms.in_deployment = in_deployment;
     let mut memory = Memory::default().with("MachineSet", vec![ms]);
     let settings = Settings {
         count_scaled_down_machine_sets: count_scaled_down,
@@ -687,4 +694,55 @@ fn a_scanned_keeper_is_not_released_with_its_cluster_and_a_failed_scan_fails() {
         decide_with(&metal3("t"), &mut memory).map_err(|e| e.failure),
         Err(Failure::AccessDenied)
     );
+}
+
+/// A referrer listed across namespaces (its controller follows the namespace its reference
+/// gives) names the template only where its reference resolves: the namespace it gives, or its
+/// own when it gives none (Cluster API 1.10 `reconcileExternalTemplateReference`).
+#[rstest]
+#[case::another_namespace_naming_the_templates(
+    Some("edge-east"),
+    Some("ns"),
+    Some(Some("edge-east"))
+)]
+#[case::own_namespace_empty_reference(Some("ns"), None, Some(None))]
+#[case::own_namespace_naming_another(Some("ns"), Some("edge-west"), None)]
+#[case::another_namespace_empty_reference(Some("edge-east"), Some(""), None)]
+#[case::listed_in_the_namespace_ignores_the_field(None, Some("edge-west"), Some(None))]
+fn row1_references_across_namespaces(
+    #[case] listed_in: Option<&str>,
+    #[case] reference_namespace: Option<&str>,
+    #[case] kept_from: Option<Option<&str>>,
+) {
+    let mut md = naming_t("md");
+    md.namespace = listed_in.map(str::to_string);
+    md.named[0].reference.namespace = reference_namespace.map(str::to_string);
+    let mut memory = Memory::default().with("MachineDeployment", vec![md]);
+    let decision = decide_with(&metal3("t"), &mut memory).unwrap();
+    let got = match decision {
+        Decision::Keep(referrers) => Some(referrers[0].namespace.clone()),
+        Decision::Release(_) => None,
+    };
+    assert_eq!(got, kept_from.map(|ns| ns.map(str::to_string)));
+}
+
+/// Row 6 releases only the referrers of the template's own namespace: an object of another
+/// namespace belongs to a Cluster there, never to the template's owner of the same name.
+#[test]
+fn row6_a_referrer_in_another_namespace_is_not_released_with_the_owner() {
+    let mut md = naming_t("md");
+    md.namespace = Some("edge-east".into());
+    md.cluster = Some("edge-a".into());
+    md.named[0].reference.namespace = Some("ns".into());
+    let mut memory = Memory::default()
+        .with("MachineDeployment", vec![md])
+        .cluster_is("edge-a", Ok(ClusterState::Deleting));
+    let t = Template {
+        cluster_owners: vec!["edge-a".into()],
+        ..metal3("t")
+    };
+    assert!(matches!(
+        decide_with(&t, &mut memory),
+        Ok(Decision::Keep(_))
+    ));
 }

@@ -372,3 +372,44 @@ fn the_scan_reads_the_newest_served_version(#[case] served: &[&str], #[case] exp
     let served: Vec<String> = served.iter().map(|s| s.to_string()).collect();
     assert_eq!(newest(&served), expected);
 }
+
+/// Where a kind's controller follows the namespace a reference gives (Cluster API 1.10's
+/// v1beta1 MachineDeployments and MachineSets, Talos, Kairos), it is listed across namespaces
+/// instead of in the template's: one call either way, so the common path costs nothing more.
+/// At v1beta2 (Cluster API 1.11 and newer) it is listed in the template's namespace.
+#[rstest]
+#[case::capi_1_10(&["v1beta1"], "list-all cluster.x-k8s.io/v1beta1 MachineDeployment", true)]
+#[case::capi_1_11(&["v1beta2", "v1beta1"], "list cluster.x-k8s.io/v1beta2 MachineDeployment ns", false)]
+fn references_that_carry_a_namespace_are_listed_across_namespaces(
+    #[case] served: &[&str],
+    #[case] call: &str,
+    #[case] across: bool,
+) {
+    let version = if across { "v1beta1" } else { "v1beta2" };
+    let api_version = format!("cluster.x-k8s.io/{version}");
+    let md = serde_json::json!({"kind": "MachineDeployment",
+        "metadata": {"name": "md-0", "namespace": "edge-east"},
+        "spec": {"template": {"spec": {"infrastructureRef":
+            {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+             "kind": "Metal3MachineTemplate", "name": "t", "namespace": "ns"}}}}});
+    let list = list_of(&api_version, "MachineDeployment", &[md]);
+    let host = FakeHost::new()
+        .install("MachineDeployment", served)
+        .answer_list(&api_version, "MachineDeployment", &list)
+        .answer_list_all(&api_version, "MachineDeployment", &list);
+    let settings = Settings::default();
+    let mut lookups = HostLookups::new(&host, &settings, "ns");
+    let candidates = lookups
+        .referrers(referrer_kind("MachineDeployment"))
+        .unwrap();
+    assert_eq!(host.calls().len(), 2);
+    assert_eq!(host.calls()[1], call);
+    let namespace = candidates[0].namespace.as_deref();
+    assert_eq!(namespace, across.then_some("edge-east"));
+    // Listed across namespaces, the list keeps each object's namespace.
+    assert_eq!(
+        host.sent_masks(1)
+            .contains(&"metadata.namespace".to_string()),
+        across
+    );
+}
