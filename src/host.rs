@@ -280,25 +280,37 @@ pub fn may_list(
     })
 }
 
-/// An item of a list across namespaces, read whole so that its namespace (which [`Object`] does
-/// not keep) can be taken before the object is decoded.
+/// An item of a list across namespaces, kept as its text: its namespace, which [`Object`] does
+/// not keep, is read from it beside the object. Its kind is checked once it is decoded.
 #[derive(serde::Deserialize)]
 #[serde(transparent)]
-struct Whole(serde_json::Value);
+struct Whole(Box<serde_json::value::RawValue>);
 
 impl Kinded for Whole {
     fn kind(&self) -> &str {
-        self.0
-            .get("kind")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
+        ""
     }
+}
+
+/// The namespace of a listed object, and nothing else of it.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct InNamespace {
+    metadata: NamespaceOf,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NamespaceOf {
+    #[serde(deserialize_with = "crate::capi::nullable")]
+    namespace: String,
 }
 
 /// Lists `resource` at `version` in every namespace, keeping `masks` and each object's
 /// namespace, for a kind whose references may name a template in another namespace. `each` reads
 /// every object with its namespace. Such lists are of MachineDeployments, MachineSets and control
-/// planes, a few per Cluster: decoding each item twice costs little there.
+/// planes, a few per Cluster: reading each item's text twice costs little there, and decodes it
+/// with the same code as every other list (no second decoder in the module).
 pub fn list_across_namespaces<U>(
     host: &dyn Host,
     resource: &'static Resource,
@@ -319,15 +331,21 @@ pub fn list_across_namespaces<U>(
         api_version: request.api_version,
         resource,
     };
-    let whole = items(lookup.clone(), resource.kind, answer, |item: Whole| item.0)?;
-    whole
+    let texts = items(lookup.clone(), resource.kind, answer, |item: Whole| item.0)?;
+    let unreadable_item = |detail: String| unreadable(lookup.clone(), detail);
+    texts
         .into_iter()
-        .map(|value| {
-            let namespace = crate::metadata::namespace_of(&value);
-            let object = serde_json::from_value::<Object>(value).map_err(|e| {
-                unreadable(lookup.clone(), format!("the answer cannot be read: {e}"))
-            })?;
-            Ok(each(object, namespace))
+        .map(|text| {
+            let bytes = text.get().as_bytes();
+            let read = |e: serde_json::Error| format!("the answer cannot be read: {e}");
+            let object: Object =
+                serde_json::from_slice(bytes).map_err(|e| unreadable_item(read(e)))?;
+            let at: InNamespace =
+                serde_json::from_slice(bytes).map_err(|e| unreadable_item(read(e)))?;
+            if let Some(problem) = kind_problem(&object.kind, resource.kind) {
+                return Err(unreadable_item(problem));
+            }
+            Ok(each(object, at.metadata.namespace))
         })
         .collect()
 }

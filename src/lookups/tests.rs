@@ -413,3 +413,35 @@ fn references_that_carry_a_namespace_are_listed_across_namespaces(
         across
     );
 }
+
+/// A list across namespaces is checked like any other: an item of another kind, or one that
+/// cannot be read, makes the lookup fail (closed), naming the list.
+#[rstest]
+#[case::another_kind(serde_json::json!({"kind": "MachineSet", "metadata": {"name": "x", "namespace": "a"}}), "the answer holds a MachineSet where a MachineDeployment was asked for")]
+#[case::unreadable(serde_json::json!({"kind": "MachineDeployment", "metadata": {"name": 7}}), "the answer cannot be read")]
+#[case::namespace_not_a_string(serde_json::json!({"kind": "MachineDeployment", "metadata": {"name": "x", "namespace": 7}}), "the answer cannot be read")]
+fn a_list_across_namespaces_is_read_strictly(
+    #[case] item: serde_json::Value,
+    #[case] detail: &str,
+) {
+    let v1 = "cluster.x-k8s.io/v1beta1";
+    let host = FakeHost::new()
+        .install("MachineDeployment", &["v1beta1"])
+        .answer_list_all(
+            v1,
+            "MachineDeployment",
+            &list_of(v1, "MachineDeployment", &[item]),
+        );
+    let settings = Settings::default();
+    let mut lookups = HostLookups::new(&host, &settings, "ns");
+    let error = lookups
+        .referrers(referrer_kind("MachineDeployment"))
+        .unwrap_err();
+    assert_eq!(error.failure, Failure::Unreadable);
+    assert!(error.detail.contains(detail), "{}", error.detail);
+    assert!(
+        matches!(error.lookup, Lookup::ListAll { .. }),
+        "{:?}",
+        error.lookup
+    );
+}
