@@ -9,6 +9,9 @@ use super::world::World;
 use crate::apiserver::objects::*;
 use crate::host::lock;
 
+/// The label that says which tool applied an object: the deploy tool's templates say Helm.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+
 impl World<'_> {
     /// A template the deploy tool renders, created (owned by the Cluster when `owned`).
     pub fn new_template(&mut self, kind: Kind, prefix: &str, owned: bool) -> Ref {
@@ -19,8 +22,7 @@ impl World<'_> {
         };
         let mut t = Obj::new(kind, self.name(prefix), spec);
         t.labels.insert(CLEANUP_LABEL.into(), "true".into());
-        t.labels
-            .insert("app.kubernetes.io/managed-by".into(), "Helm".into());
+        t.labels.insert(MANAGED_BY.into(), "Helm".into());
         if self.sc.deployer == Deployer::Tool(OnRefusal::Keep) {
             t.annotations
                 .insert("helm.sh/resource-policy".into(), "keep".into());
@@ -250,6 +252,9 @@ impl World<'_> {
                 self.create_machine((Kind::MachineSet, ms.clone()), &infra, true)?;
             }
             self.set_replicas(&ms, replicas, true);
+        }
+        if self.sc.standalone_ms {
+            self.build_standalone(bk)?;
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
+use super::create::MANAGED_BY;
 use super::scenario::{Deployer, OnRefusal};
 use super::world::{Actor, World};
 use crate::apiserver::objects::*;
@@ -94,7 +95,8 @@ impl DeployTool {
             let rendered = s
                 .objects
                 .values()
-                .filter(|o| o.labels.contains_key(CLEANUP_LABEL));
+                .filter(|o| o.labels.contains_key(CLEANUP_LABEL))
+                .filter(|o| o.labels.get(MANAGED_BY).is_some_and(|by| by == "Helm"));
             rendered.map(Obj::to_ref).filter(declares).collect()
         })
     }

@@ -50,7 +50,10 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, ms: &str) -> Result<bool>
             .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
     });
     let need_up = (live.len() as u32) < replicas;
-    if is_current || need_up {
+    // a MachineSet outside a MachineDeployment reads its templates on every reconcile
+    // (reconcileExternalTemplateReference: `if owner == nil { return true, err }`)
+    let standalone = obj.controller.is_none();
+    if is_current || need_up || standalone {
         let reader = format!("MachineSet {ms}");
         if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
             return Ok(false);

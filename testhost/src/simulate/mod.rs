@@ -18,6 +18,7 @@ mod namespace;
 mod rng;
 mod scenario;
 mod sim;
+mod standalone;
 mod template_cleanup;
 mod topology;
 mod verdicts;

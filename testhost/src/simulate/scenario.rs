@@ -141,6 +141,8 @@ pub struct Scenario {
     /// KubeadmControlPlane 1.12.0-1.12.5 (or CAPRKE2 0.25.0): deleting the control plane fails
     /// while its machine template is missing.
     pub cp_needs_template_on_delete: bool,
+    /// A MachineSet outside any MachineDeployment, scaled to zero and back (standalone.rs).
+    pub standalone_ms: bool,
 }
 
 impl Scenario {
@@ -189,11 +191,14 @@ impl Scenario {
             lifecycle_at: upgrade_at + rng.range(0, 2 * HOUR),
             template_cleanup_at: rng.range(0, HOUR - 1),
             cp_needs_template_on_delete: false,
+            standalone_ms: false,
         };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
             _ => sc.installed.rke2 == Some(true) && rng.chance(40),
         };
+        // drawn last, so that every other choice of a seed stays as it was
+        sc.standalone_ms = deployer != Deployer::Topology && rng.chance(30);
         sc
     }
 }

@@ -17,6 +17,7 @@ use super::machinedeployment;
 use super::machineset;
 use super::namespace::NamespaceController;
 use super::scenario::{Lifecycle, Metrics, Scenario};
+use super::standalone::StandaloneOperator;
 use super::template_cleanup::TemplateCleanup;
 use super::topology;
 use super::world::{Actor, Admit, Controller, WorkQueue, World};
@@ -84,6 +85,10 @@ pub fn run(
         add(&mut w, actor, sc.lifecycle_at);
     }
     add(&mut w, Box::new(TemplateCleanup), sc.template_cleanup_at);
+    if sc.standalone_ms {
+        let at = sc.upgrade_at + w.rng.range(0, HOUR);
+        add(&mut w, Box::new(StandaloneOperator::default()), at);
+    }
 
     let mut flow_done = None;
     while let Some(Reverse((t, _, index))) = queue.pop() {

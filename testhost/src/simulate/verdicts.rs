@@ -76,7 +76,12 @@ impl World<'_> {
             for o in s.objects.values() {
                 let uses = match &o.spec {
                     Spec::MachineDeployment(_) => o.deleting.is_none(),
-                    Spec::MachineSet(ms) => ms.replicas > 0 || machines(s, o).next().is_some(),
+                    // a standalone one needs them at any replica count
+                    Spec::MachineSet(ms) => {
+                        ms.replicas > 0
+                            || machines(s, o).next().is_some()
+                            || (o.controller.is_none() && o.deleting.is_none())
+                    }
                     Spec::ControlPlane(_) => true,
                     Spec::ClusterClass { cp_infra, workers } => {
                         let templates = workers.iter().flat_map(|w| [&w.infra, &w.bootstrap]);
