@@ -2,10 +2,15 @@
 # Runs policy.wasm on every request in test_data/requests/ with its settings
 # (test_data/settings/) and host-call session (test_data/sessions/), and prints each verdict.
 # Engine: $KWCTL if set (kwctl needs POLICY=annotated-policy.wasm), else the project's test host.
+# `make evaluate` sets both when kwctl is on PATH, and builds the test host only when it is not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 engine="${KWCTL:-target/testhost/testhost}"
 policy="${POLICY:-policy.wasm}"
+if ! command -v "$engine" >/dev/null 2>&1; then
+  echo "$engine cannot be run: use make evaluate, which builds the test host where kwctl is missing." >&2
+  exit 1
+fi
 for request in test_data/requests/*.json; do
   case_name="$(basename "$request" .json)"
   settings="$(cat "test_data/settings/$case_name.json")"
