@@ -15,6 +15,7 @@ mod gc;
 mod machinedeployment;
 mod machineset;
 mod namespace;
+mod remote;
 mod rng;
 mod scenario;
 mod sim;

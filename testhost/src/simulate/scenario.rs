@@ -143,6 +143,10 @@ pub struct Scenario {
     pub cp_needs_template_on_delete: bool,
     /// A MachineSet outside any MachineDeployment, scaled to zero and back (standalone.rs).
     pub standalone_ms: bool,
+    /// Cluster API 1.10: a MachineDeployment of another namespace names a template (remote.rs).
+    /// Not with namespace deletion (the namespace waits until it lets go) or a move (which takes
+    /// the template away from it).
+    pub remote_md: bool,
 }
 
 impl Scenario {
@@ -192,6 +196,7 @@ impl Scenario {
             template_cleanup_at: rng.range(0, HOUR - 1),
             cp_needs_template_on_delete: false,
             standalone_ms: false,
+            remote_md: false,
         };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
@@ -199,6 +204,10 @@ impl Scenario {
         };
         // drawn last, so that every other choice of a seed stays as it was
         sc.standalone_ms = deployer != Deployer::Topology && rng.chance(30);
+        sc.remote_md = !capi_v1beta2
+            && deployer != Deployer::Topology
+            && matches!(lifecycle, Lifecycle::None | Lifecycle::ClusterDeletion)
+            && rng.chance(50);
         sc
     }
 }

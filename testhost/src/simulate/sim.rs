@@ -16,6 +16,7 @@ use super::gc::GarbageCollector;
 use super::machinedeployment;
 use super::machineset;
 use super::namespace::NamespaceController;
+use super::remote::RemoteDeployment;
 use super::scenario::{Lifecycle, Metrics, Scenario};
 use super::standalone::StandaloneOperator;
 use super::template_cleanup::TemplateCleanup;
@@ -37,6 +38,11 @@ pub fn run(
 ) -> Result<(Scenario, Metrics, Vec<String>)> {
     let mut w = World::new(seed, api, admit, trace);
     w.build()?;
+    let remote = if w.sc.remote_md {
+        Some(w.build_remote()?)
+    } else {
+        None
+    };
     w.ev(|| "initial state built".to_string());
     let sc = w.sc.clone();
     // (when, a random tie-break, which actor)
@@ -85,6 +91,10 @@ pub fn run(
         add(&mut w, actor, sc.lifecycle_at);
     }
     add(&mut w, Box::new(TemplateCleanup), sc.template_cleanup_at);
+    if let Some(template) = remote {
+        let first = w.rng.range(1, 30);
+        add(&mut w, Box::new(RemoteDeployment(template)), first);
+    }
     if sc.standalone_ms {
         let at = sc.upgrade_at + w.rng.range(0, HOUR);
         add(&mut w, Box::new(StandaloneOperator::default()), at);

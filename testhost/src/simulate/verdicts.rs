@@ -71,8 +71,19 @@ impl World<'_> {
 
     /// Templates nothing needs any more.
     pub fn garbage_templates(&self) -> Vec<Ref> {
+        // what a held MachineDeployment of another namespace names (remote.rs)
+        let held: BTreeSet<Ref> = lock(&self.api)
+            .held
+            .values()
+            .filter(|o| o["kind"] == "MachineDeployment")
+            .filter_map(|o| {
+                o.pointer("/spec/template/spec/infrastructureRef/name")?
+                    .as_str()
+            })
+            .map(|name| Ref::new(Kind::Metal3MachineTemplate, name.to_string()))
+            .collect();
         self.read(|s| {
-            let mut needed = BTreeSet::new();
+            let mut needed = held;
             for o in s.objects.values() {
                 let uses = match &o.spec {
                     Spec::MachineDeployment(_) => o.deleting.is_none(),
