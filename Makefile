@@ -242,18 +242,19 @@ workflow-lint: $(TOOLS_BIN)/actionlint
 
 # template-cleanup's image (template-cleanup/Dockerfile; the release builds it natively on an
 # amd64 and an arm64 runner). With a container engine, `docker build`. Without one, as on this
-# project's CI machine, the static binary the Dockerfile copies into scratch: built for
-# x86_64-unknown-linux-musl, the Dockerfile's target, where rustup has it installed, else for the
-# host's glibc target with the C runtime linked in (crt-static); checked to have no dynamic
-# loader, and run once.
+# project's CI machine, the static binary the Dockerfile copies into scratch: for
+# x86_64-unknown-linux-musl, the Dockerfile's target, where rustup has it and a musl C compiler
+# for ring is on PATH (Debian's musl-tools: musl-gcc); else for the host's glibc target with the
+# C runtime linked in (crt-static). Checked to need no dynamic loader, and run once.
 CLEANUP_STATIC_TARGET := $(shell rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \
-	&& echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
+	&& command -v musl-gcc >/dev/null && echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
 .PHONY: cleanup-image
 cleanup-image:
 	@if docker info >/dev/null 2>&1; then \
 		docker build -f template-cleanup/Dockerfile -t template-cleanup:dev .; \
 	else \
 		echo "No container engine answers here (docker info failed): building the static binary that template-cleanup/Dockerfile copies, for $(CLEANUP_STATIC_TARGET)."; \
+		CC_x86_64_unknown_linux_musl=musl-gcc \
 		CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS='-C target-feature=+crt-static' \
 			cargo build --release --locked --target $(CLEANUP_STATIC_TARGET) -p template-cleanup && \
 		bin=target/$(CLEANUP_STATIC_TARGET)/release/template-cleanup && \
