@@ -31,6 +31,17 @@ impl World<'_> {
         self.create(t)
     }
 
+    /// A template an operator applied by hand, labelled for template-cleanup: no deploy tool
+    /// declares it, so template-cleanup collects it once the guard lets it go.
+    pub fn operator_template(&mut self, kind: Kind, prefix: &str, owned: bool) -> Ref {
+        let r = self.new_template(kind, prefix, owned);
+        self.write(|s| {
+            s.get_mut(r.kind, &r.name)
+                .map(|t| t.labels.remove(MANAGED_BY))
+        });
+        r
+    }
+
     /// The Cluster's own copy of a ClusterClass template, owned by the topology, created.
     pub fn copy_of(&mut self, source: &Ref, prefix: &str) -> Option<Ref> {
         let spec = self.spec(source.kind, &source.name)?;

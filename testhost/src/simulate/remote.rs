@@ -31,12 +31,7 @@ impl Actor for RemoteDeployment {
 impl World<'_> {
     /// The template, and the MachineDeployment of `edge-east` that names it.
     pub fn build_remote(&mut self) -> Result<Ref> {
-        let template = self.new_template(Kind::Metal3MachineTemplate, "edge-b-workers", false);
-        self.write(|s| {
-            if let Some(t) = s.get_mut(template.kind, &template.name) {
-                t.labels.remove(super::create::MANAGED_BY);
-            }
-        });
+        let template = self.operator_template(Kind::Metal3MachineTemplate, "edge-b-workers", false);
         let (namespace, name) = REMOTE;
         let md = json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
             "metadata": {"name": name, "namespace": namespace,

@@ -43,16 +43,8 @@ impl Actor for StandaloneOperator {
 impl World<'_> {
     /// The standalone MachineSet, with its own templates and one ready machine.
     pub fn build_standalone(&mut self, bootstrap: Kind) -> Result<()> {
-        let infra = self.new_template(Kind::Metal3MachineTemplate, STANDALONE, true);
-        let boot = self.new_template(bootstrap, &format!("{STANDALONE}-bootstrap"), true);
-        // applied by its operator, not the deploy tool: labelled for template-cleanup only
-        self.write(|s| {
-            for r in [&infra, &boot] {
-                if let Some(t) = s.get_mut(r.kind, &r.name) {
-                    t.labels.remove(super::create::MANAGED_BY);
-                }
-            }
-        });
+        let infra = self.operator_template(Kind::Metal3MachineTemplate, STANDALONE, true);
+        let boot = self.operator_template(bootstrap, &format!("{STANDALONE}-bootstrap"), true);
         let spec = Spec::MachineSet(MsSpec {
             infra: infra.clone(),
             bootstrap: boot,
