@@ -445,3 +445,47 @@ fn a_list_across_namespaces_is_read_strictly(
         error.lookup
     );
 }
+
+/// Which kind, read at which version, is listed across namespaces: exactly those whose
+/// controllers read a template at the namespace the reference gives.
+#[rstest]
+// cluster-api@v1.10.9 internal/controllers/machinedeployment/machinedeployment_controller.go,
+// reconcileExternalTemplateReference: external.Get of ref.Namespace
+#[case::machine_deployment_v1beta1("MachineDeployment", &["v1beta1"], true)]
+// cluster-api@v1.14.0: v1beta2 references carry no namespace
+#[case::machine_deployment_v1beta2("MachineDeployment", &["v1beta2", "v1beta1"], false)]
+// cluster-api@v1.10.9 internal/controllers/machineset/machineset_controller.go, the same
+#[case::machine_set_v1beta1("MachineSet", &["v1beta1"], true)]
+#[case::machine_set_v1beta2("MachineSet", &["v1beta2", "v1beta1"], false)]
+// cluster-api-control-plane-provider-talos@v0.5.12 controllers/taloscontrolplane_controller.go
+#[case::talos_v1alpha3("TalosControlPlane", &["v1alpha3"], true)]
+// cluster-api-provider-kairos internal/infrastructure/clone.go, getTemplateObject
+#[case::kairos_v1beta2("KairosControlPlane", &["v1beta2"], true)]
+// cluster-api@v1.10.9 controlplane/kubeadm/internal/webhooks/kubeadm_control_plane.go: the
+// namespace must match metadata.namespace
+#[case::kubeadm_v1beta1("KubeadmControlPlane", &["v1beta1"], false)]
+// cluster-api@v1.10.9 internal/webhooks/machinehealthcheck.go: the same
+#[case::health_check_v1beta1("MachineHealthCheck", &["v1beta1"], false)]
+fn only_controllers_that_follow_the_reference_namespace_are_listed_across(
+    #[case] kind: &str,
+    #[case] served: &[&str],
+    #[case] across: bool,
+) {
+    let referrer = referrer_kind(kind);
+    let version = served[0];
+    let api_version = referrer.resource.api_version(version);
+    let list = list_of(&api_version, kind, &[]);
+    let host = FakeHost::new()
+        .install(kind, served)
+        .answer_list(&api_version, kind, &list)
+        .answer_list_all(&api_version, kind, &list);
+    let settings = Settings::default();
+    let mut lookups = HostLookups::new(&host, &settings, "ns");
+    lookups.referrers(referrer).unwrap();
+    let expected = if across {
+        format!("list-all {api_version} {kind}")
+    } else {
+        format!("list {api_version} {kind} ns")
+    };
+    assert_eq!(host.calls()[1], expected);
+}
