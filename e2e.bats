@@ -90,14 +90,20 @@ patch_is() {
   message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
 }
 
-@test "row 1, Cluster API 1.10: a MachineDeployment in another namespace keeps the template it names" {
+@test "row 1, Cluster API 1.9 and 1.10: a MachineDeployment in another namespace keeps the template it names" {
   evaluate guard-row1-cross-namespace-v1beta1 '{}'
   rejected_with 409
   message_has "MachineDeployment edge-east/edge-b-md-storage (spec.template.spec.infrastructureRef)"
 }
 
-@test "row 1, Cluster API 1.10: a reference to another namespace does not keep the template" {
+@test "row 1, v1beta1: a MachineDeployment naming another namespace keeps its own (Cluster API 1.8)" {
   evaluate guard-row1-other-namespace-v1beta1 '{}'
+  rejected_with 409
+  message_has "MachineDeployment edge-a-md-storage (spec.template.spec.infrastructureRef)"
+}
+
+@test "row 1, v1beta1: a MachineDeployment of another namespace naming a third keeps nothing" {
+  evaluate guard-row1-third-namespace-v1beta1 '{}'
   allowed
 }
 

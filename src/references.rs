@@ -74,15 +74,15 @@ impl Candidate {
 }
 
 /// Whether `reference`, read from a referrer listed in `across` (its namespace when it was listed
-/// across namespaces, else `None`), names a template in `namespace`: where the controller follows
-/// the reference's namespace, an empty one resolves to the referrer's own, as Cluster API 1.10's
-/// `reconcileExternalTemplateReference` defaults it. A referrer listed in the template's namespace
-/// names templates there, whatever its reference says.
+/// across namespaces, else `None`), names a template in `namespace`. A referrer listed in the
+/// template's namespace names templates there, whatever its reference says. One listed across
+/// namespaces names a template in its own namespace, and in the namespace its reference gives:
+/// Cluster API 1.9 and 1.10 (and Talos 0.5.8 and newer, built on them) read the reference's
+/// namespace (`external.Get` of `ref.Namespace`, controllers/external/util.go@v1.9.0), 1.8 and
+/// older the Cluster's (`external.Get(ctx, c, ref, cluster.Namespace)`, util.go@v1.8.0), and both
+/// serve the same v1beta1: which one runs cannot be read from the CRDs, so both count.
 pub fn resolves_to(reference: &ObjectRef, across: Option<&str>, namespace: &str) -> bool {
-    across.is_none_or(|own| {
-        let given = reference.namespace.as_deref().filter(|ns| !ns.is_empty());
-        given.unwrap_or(own) == namespace
-    })
+    across.is_none_or(|own| own == namespace || reference.namespace.as_deref() == Some(namespace))
 }
 
 /// A field of a listed object that does not have the shape its path promises: the policy cannot

@@ -266,6 +266,7 @@ standalone_ms2["metadata"]["ownerReferences"] = [
 md1_east = with_meta(md1, namespace="edge-east", name="edge-b-md-storage")
 md1_west_ref = copy.deepcopy(md1)
 md1_west_ref["spec"]["template"]["spec"]["infrastructureRef"]["namespace"] = "edge-west"
+md1_east_west_ref = with_meta(md1_west_ref, namespace="edge-east", name="edge-b-md-storage")
 old_tpl_1b8 = old_template(with_meta(tpl_workers2, **no_owner), "edge-a-workers-1b8e4a60")
 rke2_1 = obj("v1beta1/08-rke2controlplane.json")
 tpl_cp1 = obj("v1beta1/02-metal3machinetemplate-controlplane.json")
@@ -358,9 +359,13 @@ CASES = {
     # template's namespace keeps it (listed across namespaces).
     "guard-row1-cross-namespace-v1beta1": (delete(tpl_workers1), infra_lists(
         V1, md=[md1_east], ms=[], kcp=[kcp1], m3m=[])),
-    # Row 1, Cluster API 1.10: a reference naming another namespace names another template.
+    # Row 1, v1beta1: a MachineDeployment of the template's namespace whose reference names
+    # another namespace still keeps it (Cluster API 1.8 and older read their own namespace).
     "guard-row1-other-namespace-v1beta1": (delete(tpl_workers1), infra_lists(
         V1, md=[md1_west_ref], ms=[], kcp=[kcp1], m3m=[])),
+    # Row 1, v1beta1: a MachineDeployment of another namespace naming a third keeps nothing here.
+    "guard-row1-third-namespace-v1beta1": (delete(tpl_workers1), infra_lists(
+        V1, md=[md1_east_west_ref], ms=[], kcp=[kcp1], m3m=[])),
     # Row 1: referrers being deleted do not count (the MachineSet's machines are gone: its
     # controller wrote status.replicas 0).
     "guard-row1-deleting-referrers": (delete(old_tpl_1b8), infra_lists(

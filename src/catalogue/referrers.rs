@@ -60,14 +60,14 @@ const MACHINE_SET_FIELDS: &[&str] = &[
     "spec.template.spec.infrastructureRef",
 ];
 
-/// Cluster API 1.10 and older (v1beta1 only) read a MachineDeployment's and a MachineSet's templates
-/// at the namespace their references give: `reconcileExternalTemplateReference` defaults an
-/// empty one to the Cluster's, then `external.Get` reads `ref.Namespace`
+/// Cluster API 1.9 and 1.10 (v1beta1 only) read a MachineDeployment's and a MachineSet's
+/// templates at the namespace their references give: `reconcileExternalTemplateReference`
+/// defaults an empty one to the Cluster's, then `external.Get` reads `ref.Namespace`
 /// (internal/controllers/machinedeployment/machinedeployment_controller.go and
-/// internal/controllers/machineset/machineset_controller.go@v1.10.9), and the MachineSet clones
-/// its machines from there; their webhooks only default the namespace
-/// (internal/webhooks/machinedeployment.go, machineset.go@v1.10.9). From 1.11 the v1beta2
-/// references carry none and the controllers read the MachineSet's own namespace.
+/// internal/controllers/machineset/machineset_controller.go@v1.10.9, controllers/external/util.go
+/// @v1.9.0), and the MachineSet clones its machines from there; their webhooks only default the
+/// namespace (internal/webhooks/machinedeployment.go, machineset.go@v1.10.9). 1.8 and older, at
+/// the same v1beta1, read the Cluster's namespace; from 1.11 the v1beta2 references carry none.
 const CAPI_REFERENCE_NAMESPACE: &[&str] = &[V1BETA1];
 
 /// Every referrer kind, in the order lookups run and messages list them.
@@ -156,9 +156,10 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     ),
     // Each control plane's kind, versions and field as its own API types give them.
     // siderolabs/cluster-api-control-plane-provider-talos@v0.5.12 api/v1alpha3/taloscontrolplane_types.go.
-    // Its controller reads the template at the reference's namespace on every reconcile
-    // (`reconcileExternalReference`, controllers/taloscontrolplane_controller.go@v0.5.12); the
-    // webhook only fills an empty one.
+    // From 0.5.8 (built on Cluster API 1.9) its controller reads the template at the reference's
+    // namespace on every reconcile (`reconcileExternalReference`,
+    // controllers/taloscontrolplane_controller.go@v0.5.12); the webhook only fills an empty one.
+    // Older releases read the Cluster's namespace.
     ReferrerKind {
         follows_reference_namespace_at: &["v1alpha3"],
         ..control_plane(
@@ -247,7 +248,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // `KairosConfigTemplateReference` makes apiVersion and kind optional and the examples write a
     // name only; the controller reads it as a KairosConfigTemplate, so the kind is implied. The
     // machine template is read at the namespace its reference gives (`getTemplateObject`,
-    // internal/infrastructure/clone.go); nothing defaults or validates it.
+    // internal/infrastructure/clone.go@46551fa); nothing defaults or validates it.
     ReferrerKind {
         keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
         follows_reference_namespace_at: &[V1BETA2],

@@ -696,9 +696,10 @@ fn a_scanned_keeper_is_not_released_with_its_cluster_and_a_failed_scan_fails() {
     );
 }
 
-/// A referrer listed across namespaces (its controller follows the namespace its reference
-/// gives) names the template only where its reference resolves: the namespace it gives, or its
-/// own when it gives none (Cluster API 1.10 `reconcileExternalTemplateReference`).
+/// A referrer listed across namespaces names the template in its own namespace (Cluster API 1.8
+/// and older read the Cluster's) and in the namespace its reference gives (1.9 and 1.10 read
+/// `ref.Namespace`); a referrer of another namespace whose reference gives none or another names
+/// it nowhere.
 #[rstest]
 #[case::another_namespace_naming_the_templates(
     Some("edge-east"),
@@ -706,7 +707,9 @@ fn a_scanned_keeper_is_not_released_with_its_cluster_and_a_failed_scan_fails() {
     Some(Some("edge-east"))
 )]
 #[case::own_namespace_empty_reference(Some("ns"), None, Some(None))]
-#[case::own_namespace_naming_another(Some("ns"), Some("edge-west"), None)]
+#[case::own_namespace_naming_another(Some("ns"), Some("edge-west"), Some(None))]
+#[case::another_namespace_naming_a_third(Some("edge-east"), Some("edge-west"), None)]
+#[case::another_namespace_no_reference_namespace(Some("edge-east"), None, None)]
 #[case::another_namespace_empty_reference(Some("edge-east"), Some(""), None)]
 #[case::listed_in_the_namespace_ignores_the_field(None, Some("edge-west"), Some(None))]
 fn row1_references_across_namespaces(

@@ -373,7 +373,7 @@ fn the_scan_reads_the_newest_served_version(#[case] served: &[&str], #[case] exp
     assert_eq!(newest(&served), expected);
 }
 
-/// Where a kind's controller follows the namespace a reference gives (Cluster API 1.10's
+/// Where a kind's controller follows the namespace a reference gives (Cluster API 1.9's and 1.10's
 /// v1beta1 MachineDeployments and MachineSets, Talos, Kairos), it is listed across namespaces
 /// instead of in the template's: one call either way, so the common path costs nothing more.
 /// At v1beta2 (Cluster API 1.11 and newer) it is listed in the template's namespace.
@@ -459,7 +459,7 @@ fn a_list_across_namespaces_is_read_strictly(
 #[case::machine_set_v1beta2("MachineSet", &["v1beta2", "v1beta1"], false)]
 // cluster-api-control-plane-provider-talos@v0.5.12 controllers/taloscontrolplane_controller.go
 #[case::talos_v1alpha3("TalosControlPlane", &["v1alpha3"], true)]
-// cluster-api-provider-kairos internal/infrastructure/clone.go, getTemplateObject
+// cluster-api-provider-kairos@46551fa internal/infrastructure/clone.go, getTemplateObject
 #[case::kairos_v1beta2("KairosControlPlane", &["v1beta2"], true)]
 // cluster-api@v1.10.9 controlplane/kubeadm/internal/webhooks/kubeadm_control_plane.go: the
 // namespace must match metadata.namespace
