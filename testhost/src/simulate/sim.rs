@@ -97,7 +97,7 @@ pub fn run(
     }
     if sc.standalone_ms {
         let at = sc.upgrade_at + w.rng.range(0, HOUR);
-        add(&mut w, Box::new(StandaloneOperator::default()), at);
+        add(&mut w, Box::<StandaloneOperator>::default(), at);
     }
 
     let mut flow_done = None;
