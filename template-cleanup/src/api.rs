@@ -14,7 +14,7 @@ use kube::client::retry::RetryPolicy;
 use kube::client::Body;
 use kube::Client;
 use serde_json::Value;
-use template_cleanup_core::answer::Refused;
+use template_cleanup_core::answer::{Details, Refused};
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::select::ListedTemplate;
 use template_cleanup_core::ServedKind;
@@ -22,8 +22,13 @@ use tower::retry::{Policy, RetryLayer};
 use tower::timeout::TimeoutLayer;
 use tower::BoxError;
 
-/// Items per list page; longer lists follow `continue`.
+/// Items per page of a metadata-only list; longer lists follow `continue`.
 const PAGE: u32 = 500;
+
+/// Items per page of a list of whole objects (deploy tools' sources, MachineDeployments): a
+/// Kustomization's inventory or an Application's resources can be large, and a page is held
+/// whole while it is decoded.
+const FULL_PAGE: u32 = 100;
 
 /// Retries reads: kube-rs's [`RetryPolicy`] (exponential backoff with jitter from 500 ms to 5 s,
 /// three retries, on 429, 503 and 504: kube-client 5.0.0 `src/client/retry.rs`), and, as that
@@ -139,6 +144,12 @@ fn from_kube(e: kube::Error) -> CallError {
                 .as_ref()
                 .map(|d| d.causes.iter().map(|c| c.message.clone()).collect())
                 .unwrap_or_default(),
+            details: status.details.as_ref().map(|d| {
+                Box::new(Details {
+                    kind: d.kind.clone(),
+                    name: d.name.clone(),
+                })
+            }),
         }),
         other => CallError::Other(other.to_string()),
     }
@@ -172,6 +183,30 @@ impl Cluster {
             ))),
             Err(e) => Err(from_kube(e)),
         }
+    }
+
+    /// Who the API server says this client is: a SelfSubjectReview (`authentication.k8s.io/v1`,
+    /// GA since Kubernetes 1.28), the username it returns.
+    pub async fn who_am_i(&self) -> Result<String, CallError> {
+        use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+        let api: Api<SelfSubjectReview> = Api::all(self.client.clone());
+        let review = self
+            .call(
+                "create selfsubjectreviews",
+                api.create(
+                    &kube::api::PostParams::default(),
+                    &SelfSubjectReview::default(),
+                ),
+            )
+            .await?;
+        review
+            .status
+            .and_then(|s| s.user_info)
+            .and_then(|u| u.username)
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                CallError::Other("the SelfSubjectReview came back without a username".into())
+            })
     }
 
     /// A cluster-scoped object by name; `Ok(None)` when the API server says 404.
@@ -242,13 +277,18 @@ impl Cluster {
     }
 
     /// Every object of `kind` with `selector` (empty: all) in `namespaces` (`None`: all
-    /// namespaces), as JSON, following `continue` across pages.
-    pub async fn list(
+    /// namespaces), handed to `each` one at a time, page by page, following `continue`: no page is
+    /// kept once read, so a pass holds only what `each` keeps. `metadata_only`: the API server
+    /// sends each object's metadata alone (`PartialObjectMetadataList`), and `each` gets
+    /// `{"metadata": ...}`. Returns how many there were.
+    pub async fn list_each(
         &self,
         kind: &ServedKind,
         namespaces: Option<&[String]>,
         selector: &str,
-    ) -> Result<Vec<Value>, CallError> {
+        metadata_only: bool,
+        mut each: impl FnMut(Value) -> Result<(), String>,
+    ) -> Result<usize, CallError> {
         let resource = api_resource(kind);
         let apis: Vec<Api<DynamicObject>> = match namespaces {
             None => vec![Api::all_with(self.client.clone(), &resource)],
@@ -257,30 +297,47 @@ impl Cluster {
                 .map(|ns| Api::namespaced_with(self.client.clone(), ns, &resource))
                 .collect(),
         };
-        let mut out = Vec::new();
+        let what = format!("list {}", kind.resource());
+        let mut count = 0;
         for api in apis {
             let mut token: Option<String> = None;
             loop {
-                let mut params = ListParams::default().limit(PAGE);
+                let mut params =
+                    ListParams::default().limit(if metadata_only { PAGE } else { FULL_PAGE });
                 if !selector.is_empty() {
                     params = params.labels(selector);
                 }
                 if let Some(token) = &token {
                     params = params.continue_token(token);
                 }
-                let page = self
-                    .call(&format!("list {}", kind.resource()), api.list(&params))
-                    .await?;
-                for item in &page.items {
-                    out.push(to_json(item)?);
-                }
-                token = page.metadata.continue_.filter(|t| !t.is_empty());
+                let next = if metadata_only {
+                    let page = self.call(&what, api.list_metadata(&params)).await?;
+                    count += page.items.len();
+                    for item in page.items {
+                        let metadata = serde_json::to_value(&item.metadata).map_err(|e| {
+                            CallError::Other(format!(
+                                "cannot read an object the API server returned: {e}"
+                            ))
+                        })?;
+                        each(serde_json::json!({ "metadata": metadata }))
+                            .map_err(CallError::Other)?;
+                    }
+                    page.metadata.continue_
+                } else {
+                    let page = self.call(&what, api.list(&params)).await?;
+                    count += page.items.len();
+                    for item in page.items {
+                        each(to_json(&item)?).map_err(CallError::Other)?;
+                    }
+                    page.metadata.continue_
+                };
+                token = next.filter(|t| !t.is_empty());
                 if token.is_none() {
                     break;
                 }
             }
         }
-        Ok(out)
+        Ok(count)
     }
 
     /// One DELETE of a listed template: background propagation, preconditions on uid and

@@ -6,17 +6,21 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kube::api::ApiResource;
-use template_cleanup_core::answer::{classify, webhook_unreachable, TemplateOutcome};
-use template_cleanup_core::guard::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups,
-    webhook_configuration_name,
+use template_cleanup_core::answer::{
+    classify, not_found_elsewhere, webhook_unreachable, Refused, TemplateOutcome,
 };
+use template_cleanup_core::guard::{
+    check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
+    rule_groups, webhook_configuration_name, Guard, Served,
+};
+use template_cleanup_core::probe::Named;
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
+use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
-use crate::probe;
+use crate::probe::{self, Proof};
 use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
 
 /// What a pass needs from the command line.
@@ -119,29 +123,65 @@ fn validating_webhook_configuration() -> ApiResource {
     }
 }
 
+/// The guard is checked again during a pass (its policy, its webhook, and the probe) after this
+/// many DELETEs...
+pub const RECHECK_DELETES: usize = 50;
+
+/// ...or this long after the last check, whichever comes first, before the next DELETE.
+pub const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What the checks before the first DELETE established, which a re-check must find unchanged.
+struct Checked {
+    guard: Guard,
+    served: Vec<Served>,
+    kinds: Vec<ServedKind>,
+    /// The template whose refusal proved the guard judges (`None`: no probe possible).
+    target: Option<Named>,
+}
+
 /// One pass at time `now` (seconds since the epoch); `printer` gets each line of the report as
 /// it is decided.
 pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printer) -> Report {
     let mut report = Report::new(options.dry_run, &options.guard, printer);
-    let candidates = match prepare(cluster, options, now, &mut report).await {
-        Ok(candidates) => candidates,
+    let (candidates, mut checked) = match prepare(cluster, options, now, &mut report).await {
+        Ok(prepared) => prepared,
         Err(reason) => {
             report.stop(reason);
             return report;
         }
     };
     let mut stopped = false;
+    let (mut sent, mut last_check) = (0, tokio::time::Instant::now());
     for (template, line) in candidates {
+        if !stopped
+            && sent > 0
+            && (sent % RECHECK_DELETES == 0 || last_check.elapsed() >= RECHECK_AFTER)
+        {
+            last_check = tokio::time::Instant::now();
+            match recheck(cluster, options, &checked).await {
+                Ok(proof) => {
+                    report.reprobe(sent, &proof.line);
+                    checked.target = proof.target;
+                }
+                Err(reason) => {
+                    stopped = true;
+                    report.halt(format!(
+                        "The guard was checked again after {sent} DELETEs and has changed: {reason}"
+                    ));
+                }
+            }
+        }
         if stopped {
             report.outcome(line, TemplateOutcome::NotTried);
             continue;
         }
+        sent += 1;
         let outcome = match cluster.delete(&template, options.dry_run).await {
             Ok(true) => TemplateOutcome::DeletionStarted,
             Ok(false) => classify(&options.guard, None),
             Err(CallError::Refused(refused)) => {
                 stopped = webhook_unreachable(&refused);
-                classify(&options.guard, Some(&refused))
+                classify_delete(&options.guard, &template, &refused)
             }
             Err(CallError::Other(text)) => {
                 // a timeout or a lost connection: the next DELETE would wait as long
@@ -154,13 +194,57 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
     report
 }
 
-/// Everything before the first DELETE: the candidates, in a stable order.
+/// A refused DELETE of `template`: the core's reading, and a 404 is `already gone` only when
+/// its Status names the template itself (`details.kind` its plural, `details.name` its name).
+fn classify_delete(guard: &str, template: &ListedTemplate, refused: &Refused) -> TemplateOutcome {
+    not_found_elsewhere(template, refused).unwrap_or_else(|| classify(guard, Some(refused)))
+}
+
+/// The pre-flight's reads and checks again, and the probe, trying the last proof's template
+/// first. Any difference from what the pass began with is a change.
+async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
+    let policy = cluster
+        .get_cluster_object(&cluster_admission_policy(), &o.guard)
+        .await
+        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {}: {e}.", o.guard))?;
+    check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
+    let configuration = webhook_configuration_name(&o.guard);
+    let webhook = cluster
+        .get_cluster_object(&validating_webhook_configuration(), &configuration)
+        .await
+        .map_err(|e| {
+            format!("cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
+        })?;
+    let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
+    if guard != checked.guard {
+        return Err(format!(
+            "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
+        ));
+    }
+    probe::run(
+        cluster,
+        &o.guard,
+        &checked.served,
+        &checked.kinds,
+        o.namespaces.as_deref(),
+        &guard.unseen,
+        checked.target.as_ref(),
+    )
+    .await
+}
+
+/// Everything before the first DELETE: the candidates, in this pass's order, and what was
+/// checked.
 async fn prepare(
     cluster: &Cluster,
     o: &Options,
     now: i64,
     report: &mut Report,
-) -> Result<Vec<(ListedTemplate, TemplateLine)>, String> {
+) -> Result<(Vec<(ListedTemplate, TemplateLine)>, Checked), String> {
+    // who is deleting, before anything else: the guard must judge this very caller
+    let username = cluster.who_am_i().await.map_err(|e| {
+        format!("cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {e}. Without it the pass cannot know which policy judges its DELETEs.")
+    })?;
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), &o.guard)
         .await
@@ -177,6 +261,7 @@ async fn prepare(
             )
         })?;
     let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
+    check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
     groups.push(probe::CAPI_GROUP.to_string());
     groups.extend(template_cleanup_core::sources::discovery_groups());
@@ -184,30 +269,39 @@ async fn prepare(
         .discover(&groups)
         .await
         .map_err(|e| format!("cannot discover the API groups of the guard's rules: {e}."))?;
+    check_named_coverage(&guard, &served).map_err(|r| r.to_string())?;
     let kinds = collectable(&guard, &served);
     check_coverage(&guard, &kinds).map_err(|r| r.to_string())?;
     let declared = crate::sources::read(cluster, o, &served, report).await?;
+    // metadata only, page by page: a decision reads nothing else of a template
     let mut templates = BTreeMap::new();
     for kind in &kinds {
         for selector in [
             format!("{CLEANUP_LABEL}={CLEANUP_VALUE}"),
             TOPOLOGY_OWNED_LABEL.to_string(),
         ] {
-            let items = cluster
-                .list(kind, o.namespaces.as_deref(), &selector)
-                .await
-                .map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
-            for item in items {
-                let template = ListedTemplate::from_listed(kind, &item, now)?;
-                templates.insert(
-                    (
-                        kind.resource(),
-                        template.namespace.clone(),
-                        template.name.clone(),
-                    ),
-                    template,
-                );
+            let mut bad = None;
+            let listed = cluster
+                .list_each(kind, o.namespaces.as_deref(), &selector, true, |item| {
+                    let template =
+                        ListedTemplate::from_listed(kind, &item, now).inspect_err(|e| {
+                            bad = Some(e.clone());
+                        })?;
+                    templates.insert(
+                        (
+                            kind.resource(),
+                            template.namespace.clone(),
+                            template.name.clone(),
+                        ),
+                        template,
+                    );
+                    Ok(())
+                })
+                .await;
+            if let Some(e) = bad {
+                return Err(e);
             }
+            listed.map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
         }
     }
     let (mut candidates, mut left) = (Vec::new(), Vec::new());
@@ -243,11 +337,38 @@ async fn prepare(
         &kinds,
         o.namespaces.as_deref(),
         &guard.unseen,
+        None,
     )
     .await?;
-    report.probe(proof);
+    report.probe(proof.line);
     for (line, outcome) in left {
         report.outcome(line, outcome);
     }
-    Ok(candidates)
+    let candidates = in_pass_order(candidates, now);
+    Ok((
+        candidates,
+        Checked {
+            guard,
+            served,
+            kinds,
+            target: proof.target,
+        },
+    ))
+}
+
+/// How many passes it takes the order to start at every quarter of the candidates.
+pub const ROTATION: i64 = 4;
+
+/// The candidates, sorted by resource, namespace and name, then rotated: the pass of hour `h`
+/// (since the epoch) starts at the `h mod 4`-th quarter and wraps around. A pass cut short by
+/// its deadline always reaches the quarter it starts with, so with an hourly schedule every
+/// template is among the first quarter of some pass within four hours, however long the kept
+/// templates take.
+pub fn in_pass_order<T>(mut candidates: Vec<T>, now: i64) -> Vec<T> {
+    let len = candidates.len();
+    if len > 0 {
+        let quarter = usize::try_from((now / 3600).rem_euclid(ROTATION)).unwrap_or(0);
+        candidates.rotate_left(len * quarter / ROTATION as usize % len);
+    }
+    candidates
 }

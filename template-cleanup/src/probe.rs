@@ -4,7 +4,7 @@
 use serde_json::Value;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::probe::{
-    judge, named_by_machine_deployment, not_a_proof, owning_clusters, Probe,
+    judge, named_by_machine_deployment, not_a_proof, owning_clusters, Named, Probe,
 };
 use template_cleanup_core::ServedKind;
 
@@ -13,13 +13,25 @@ use crate::api::{CallError, Cluster};
 /// Cluster API's core group: MachineDeployments and Clusters.
 pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
 
-/// The most templates tried: each try that is no proof costs a GET and perhaps a DELETE.
-const TRIES: usize = 10;
-
 /// How often one template is read and probed before the probe gives up on it.
 const MOVES: usize = 2;
 
-/// What the probe found: the report's line, or why the pass must stop.
+/// What the probe found: the report's line, and the template whose refusal proved it (`None`:
+/// no probe possible), which a re-probe during the pass tries first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    pub line: String,
+    pub target: Option<Named>,
+}
+
+/// The probe: tries every template a live MachineDeployment names, in order, until the guard
+/// refuses one. A target that cannot prove anything (a template of a kind not collected, in a
+/// namespace the guard never judges, missing, being deleted, marked for move, or whose Clusters
+/// are being deleted) is skipped and costs no DELETE; there is no bound on how many are skipped,
+/// so a stuck rollout cannot use up the tries. A live target that never holds still (gone or
+/// recreated between the read and the dry-run DELETE, [`MOVES`] times) is no proof either: when
+/// a live target existed and none could be probed, the pass stops. "No probe possible" only when
+/// no live target exists. `first` is tried before the others (the last proof, on a re-probe).
 pub async fn run(
     cluster: &Cluster,
     guard: &str,
@@ -27,7 +39,8 @@ pub async fn run(
     kinds: &[ServedKind],
     namespaces: Option<&[String]>,
     unseen: &[String],
-) -> Result<String, String> {
+    first: Option<&Named>,
+) -> Result<Proof, String> {
     let preferred = |kind: &str| {
         let mut matching: Vec<&Served> = served
             .iter()
@@ -37,28 +50,35 @@ pub async fn run(
         matching.first().map(|s| s.kind.clone())
     };
     let none = |why: &str| {
-        Ok(format!(
-            "no probe possible ({why}); the pass relies on the checks of the guard's policy and webhook"
-        ))
+        Ok(Proof {
+            line: format!(
+                "no probe possible ({why}); the pass relies on the checks of the guard's policy and webhook"
+            ),
+            target: None,
+        })
     };
     let Some(deployments) = preferred("MachineDeployment") else {
         return none("Cluster API's MachineDeployments are not served");
     };
-    let items = cluster
-        .list(&deployments, namespaces, "")
+    // only the references are kept of each MachineDeployment, page by page
+    let mut named = Vec::new();
+    cluster
+        .list_each(&deployments, namespaces, "", false, |md| {
+            named.extend(named_by_machine_deployment(&md));
+            Ok(())
+        })
         .await
         .map_err(|e| {
             format!("the probe cannot list MachineDeployments: {e}. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
         })?;
-    let mut named: Vec<_> = items.iter().flat_map(named_by_machine_deployment).collect();
     named.sort();
     named.dedup();
-    let mut tried = 0;
+    if let Some(first) = first.filter(|f| named.contains(f)) {
+        named.retain(|n| n != first);
+        named.insert(0, first.clone());
+    }
     let mut moved = Vec::new();
     'targets: for target in named {
-        if tried == TRIES {
-            break;
-        }
         let Some(kind) = kinds
             .iter()
             .find(|k| k.group == target.group && k.kind == target.kind)
@@ -68,10 +88,9 @@ pub async fn run(
         if unseen.contains(&target.namespace) {
             continue;
         }
-        tried += 1;
         let what = format!("{} {}/{}", kind.resource(), target.namespace, target.name);
         // A template deleted or recreated between the GET and the dry-run DELETE (its uid
-        // precondition fails) proves nothing either way: read it again once.
+        // precondition fails) proves nothing either way: read it again.
         for _ in 0..MOVES {
             let read = |e: CallError| format!("the probe cannot read {what}: {e}.");
             let Some(template) = cluster
@@ -104,9 +123,12 @@ pub async fn run(
             };
             match judge(guard, answer.as_ref()) {
                 Probe::Judged(text) => {
-                    return Ok(format!(
-                        "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
-                    ))
+                    return Ok(Proof {
+                        line: format!(
+                            "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
+                        ),
+                        target: Some(target),
+                    })
                 }
                 Probe::Moved => continue,
                 Probe::NotJudged(text) => {
@@ -122,7 +144,7 @@ pub async fn run(
     // on the checks alone would skip the proof exactly when templates are being recreated.
     if !moved.is_empty() {
         return Err(format!(
-            "the probe could not finish: {} changed or went away between its read and its dry-run DELETE, {MOVES} times each. Run the pass again once the deploy tool that recreates them has settled.",
+            "the probe could not finish: {} changed or went away between its read and its dry-run DELETE, {MOVES} times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled.",
             moved.join(", ")
         ));
     }

@@ -109,10 +109,24 @@ impl Report {
         self.probe = Some(finding);
     }
 
+    /// Prints what a re-check's probe found, after `sent` DELETEs.
+    pub fn reprobe(&mut self, sent: usize, finding: &str) {
+        self.print(&format!("probe again after {sent} DELETEs: {finding}"));
+    }
+
     /// Records why the pass stopped before its first DELETE.
     pub fn stop(&mut self, reason: String) {
         self.print_sources();
         self.error = Some(nothing_deleted(&reason));
+    }
+
+    /// Records why the pass stopped after its first DELETE: the DELETEs sent stand, the rest are
+    /// `not tried`, and the pass exits 2.
+    pub fn halt(&mut self, reason: String) {
+        self.print_sources();
+        self.error = Some(format!(
+            "{reason} The pass stopped there: the DELETEs already answered stand, and every later template is `not tried`; the next pass tries them again."
+        ));
     }
 
     /// Records and prints one template's outcome.
@@ -281,7 +295,7 @@ mod tests {
         false,
         TemplateOutcome::NotTried,
         "not tried       ",
-        ": the pass stopped: the guard's webhook could not be called",
+        ": the pass stopped before this DELETE; the next pass tries it",
         7,
         OK
     )]

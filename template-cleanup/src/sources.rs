@@ -24,9 +24,26 @@ fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a ServedKi
     matching.first().map(|s| &s.kind)
 }
 
-/// Lists every object of a source's kind, in every namespace.
-async fn list(cluster: &Cluster, source: &Source, kind: &ServedKind) -> Result<Vec<Value>, String> {
-    cluster.list(kind, None, "").await.map_err(|e| {
+/// Every object of a source's kind, in every namespace, handed to `each` page by page (no list
+/// is held whole). An error of `each` stops the reading and is returned as it is.
+async fn list(
+    cluster: &Cluster,
+    source: &Source,
+    kind: &ServedKind,
+    mut each: impl FnMut(&Value) -> Result<(), String>,
+) -> Result<usize, String> {
+    let mut failed = None;
+    let listed = cluster
+        .list_each(kind, None, "", false, |item| {
+            each(&item).inspect_err(|e| {
+                failed = Some(e.clone());
+            })
+        })
+        .await;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    listed.map_err(|e| {
         format!(
             "cannot read {} (installed, {}): {e}.",
             source.name,
@@ -75,9 +92,8 @@ pub async fn read(
             }
             (_, None) => "not installed".into(),
             (Reader::Status(reader), Some(kind)) => {
-                let items = list(cluster, source, kind).await?;
                 let before = declared.len();
-                for item in &items {
+                let count = list(cluster, source, kind, |item| {
                     let declaration = reader(item)?;
                     let by = match &declaration.note {
                         None => format!("{} {}", source.kind, name_of(item)),
@@ -86,22 +102,18 @@ pub async fn read(
                     for object in declaration.objects {
                         declared.insert(object, &by);
                     }
-                }
-                format!(
-                    "{} read, {} objects declared",
-                    items.len(),
-                    declared.len() - before
-                )
+                    Ok(())
+                })
+                .await?;
+                format!("{count} read, {} objects declared", declared.len() - before)
             }
             (Reader::FluxHelmReleases, Some(kind)) => {
-                let items = list(cluster, source, kind).await?;
-                for item in &items {
+                let count = list(cluster, source, kind, |item| {
                     flux_helm.push(flux_helm_release(item)?);
-                }
-                format!(
-                    "{} read, for where their Helm releases are stored and render",
-                    items.len()
-                )
+                    Ok(())
+                })
+                .await?;
+                format!("{count} read, for where their Helm releases are stored and render")
             }
         };
         report.sources.push(SourceLine {

@@ -6,6 +6,7 @@
 mod deploy_tools;
 mod guard;
 mod helm_passes;
+mod judged;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -49,6 +50,14 @@ fn status(code: u16, reason: &str, message: &str) -> Answer {
         code,
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": code, "reason": reason, "message": message}),
     ))
+}
+
+/// `answer` with `details.kind` and `details.name`, as kube-apiserver's NotFound carries them.
+fn with_details(answer: Answer, kind: &str, name: &str) -> Answer {
+    answer.map(|(code, mut body)| {
+        body["details"] = json!({"kind": kind, "name": name});
+        (code, body)
+    })
 }
 
 /// The guard of the core crate's tables (template-cleanup/core/tests/guard.json).
@@ -132,6 +141,12 @@ struct Fake {
     /// What the first GETs of the guard's policy get, in order, before `policy` (`None`: no
     /// answer).
     flaky: Mutex<Vec<Answer>>,
+    /// Who the SelfSubjectReview says the job is.
+    user: &'static str,
+    /// The DELETEs answered so far, and after how many the guard's pods answer in monitor mode
+    /// (a dry-run DELETE of a template in use is let through): a mode change during a pass.
+    answered: Mutex<usize>,
+    monitor_after: Option<usize>,
 }
 
 impl Fake {
@@ -142,6 +157,11 @@ impl Fake {
             p => p,
         };
         match (method, path) {
+            ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews") => Some((
+                200,
+                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {},
+                    "status": {"userInfo": {"username": self.user, "groups": ["system:authenticated"]}}}),
+            )),
             ("GET", GUARD_PATH) => {
                 let mut flaky = self.flaky.lock().unwrap();
                 if flaky.is_empty() {
@@ -247,6 +267,14 @@ impl Fake {
             }
             ("DELETE", p) => {
                 let name = p.rsplit('/').next().unwrap_or("");
+                let answered = {
+                    let mut answered = self.answered.lock().unwrap();
+                    *answered += 1;
+                    *answered
+                };
+                if self.monitor_after.is_some_and(|n| answered > n) {
+                    return Some((200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})));
+                }
                 self.deletes
                     .get(name)
                     .cloned()
@@ -348,7 +376,7 @@ fn every_answer() -> Fake {
     Fake {
         policy: Some((200, policy())),
         webhook: webhook(outside(&["kubewarden"])),
-        templates: ["finalized", "forbidden", "free", "gone", "in-use", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
+        templates: ["finalized", "forbidden", "free", "gone", "in-use", "orphaned", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
         flux: None,
         helm: BTreeMap::new(),
         flux_helm: None,
@@ -359,6 +387,9 @@ fn every_answer() -> Fake {
         unlisted: vec![template("in-use", old)],
         flaky: Mutex::new(Vec::new()),
         topology: Vec::new(),
+        user: "system:serviceaccount:capi-system:capi-template-cleanup",
+        answered: Mutex::new(0),
+        monitor_after: None,
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("finalized", Some((200, {
@@ -368,7 +399,11 @@ fn every_answer() -> Fake {
                 t
             }))),
             ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
-            ("gone", status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found")),
+            // the registry's NotFound names the template itself in its details
+            ("gone", with_details(status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found"), "metal3machinetemplates", "gone")),
+            // a webhook's namespaceSelector on a Namespace that was force-finalized: the template
+            // is still there
+            ("orphaned", with_details(status(404, "NotFound", "namespaces \"edge\" not found"), "namespaces", "edge")),
             ("forbidden", status(403, "Forbidden", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"forbidden\" is forbidden: User \"system:serviceaccount:capi:cleanup\" cannot delete resource")),
             // rest.BeforeDelete's answer (k8s.io/apiserver v0.36.3 pkg/registry/rest/delete.go), the
             // usual one when a template was replaced since it was listed
@@ -404,6 +439,7 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
         ("finalized", "deletion started", ""),
         ("in-use", "kept", "in-use is referenced by MachineSet edge/md-7f9c"),
         ("gone", "already gone", ""),
+        ("orphaned", "failed", "404 NotFound: namespaces \"edge\" not found: its namespace edge does not exist"),
         ("forbidden", "failed", "403 Forbidden: "),
         ("recreated", "changed", "changed since it was listed"),
         ("slow", "failed", "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s"),
@@ -413,7 +449,7 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
     }
     assert_eq!(
         report.closing_line(),
-        "deleted 1, deletion started 1, kept 1, left 1, already gone 1, changed 1, failed 2, not tried 0"
+        "deleted 1, deletion started 1, kept 1, left 1, already gone 1, changed 1, failed 3, not tried 0"
     );
     assert_eq!(report.exit_code(), FAILED);
     assert!(
@@ -421,12 +457,12 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
         "{:?}",
         report.probe
     );
-    // the list followed continue over four pages
+    // the list followed continue over five pages
     let lists: Vec<&Seen> = seen
         .iter()
         .filter(|s| s.uri.starts_with(M3MT_PATH) && s.uri.contains("cleanup"))
         .collect();
-    assert_eq!(lists.len(), 4, "{lists:?}");
+    assert_eq!(lists.len(), 5, "{lists:?}");
     assert!(
         lists[1].uri.contains("continue=2") && lists[3].uri.contains("continue=6"),
         "{lists:?}"
@@ -443,7 +479,7 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
         json!({"dryRun": ["All"], "propagationPolicy": "Background", "preconditions": {"uid": "uid-in-use"}}),
         "the probe is a server-side dry run, on the uid it read"
     );
-    assert_eq!(deletes.len(), 7, "{deletes:?}");
+    assert_eq!(deletes.len(), 8, "{deletes:?}");
     for d in &deletes {
         let body: Value = serde_json::from_str(&d.body).unwrap();
         let name = d.uri.split('?').next().unwrap().rsplit('/').next().unwrap();

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::select::Skip;
+use crate::select::{ListedTemplate, Skip};
 
 /// A failed answer, from its `Status` body (`code`, `reason`, `message`,
 /// `details.causes[].message`).
@@ -15,6 +15,16 @@ pub struct Refused {
     pub reason: String,
     pub message: String,
     pub causes: Vec<String>,
+    /// `details.kind` and `details.name`: what a 404 says was not found (a resource's plural, or
+    /// `namespaces`). Boxed: most answers carry none, and every call's error holds one.
+    pub details: Option<Box<Details>>,
+}
+
+/// A `Status`'s `details.kind` and `details.name`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Details {
+    pub kind: String,
+    pub name: String,
 }
 
 /// What became of one listed template: the verdict of its line in the report.
@@ -36,7 +46,8 @@ pub enum TemplateOutcome {
     Changed(String),
     /// Anything else; the pass exits 1.
     Failed(String),
-    /// Not sent: the pass stopped at a DELETE whose webhook could not be called.
+    /// Not sent: the pass stopped before it (a webhook that could not be called, or a change of
+    /// the guard seen by a re-check).
     NotTried,
 }
 
@@ -68,7 +79,7 @@ impl TemplateOutcome {
             )),
             TemplateOutcome::Left(skip) => Some(skip.to_string()),
             TemplateOutcome::NotTried => {
-                Some("the pass stopped: the guard's webhook could not be called".to_string())
+                Some("the pass stopped before this DELETE; the next pass tries it".to_string())
             }
             TemplateOutcome::Deleted | TemplateOutcome::DeletionStarted | TemplateOutcome::Gone => {
                 None
@@ -93,6 +104,32 @@ pub fn webhook_unreachable(answer: &Refused) -> bool {
 /// appends (v1.36.0-beta.1).
 pub fn guard_webhook(guard: &str) -> String {
     format!("clusterwide-{guard}.kubewarden.admission")
+}
+
+/// A 404 that is not about the template itself: `Some(failed)`, naming what is missing. The
+/// registry answers a missing object with `NewNotFound(resource, name)`, whose `details` carry
+/// the resource's plural and the object's name (k8s.io/apimachinery `pkg/api/errors`,
+/// `NewNotFound`); a webhook with a namespaceSelector answers the DELETE of a template whose
+/// Namespace is gone (force-finalized) with 404 `namespaces "<ns>" not found`, details
+/// `{kind: namespaces, name: <ns>}` (k8s.io/apiserver `pkg/admission/plugin/namespace/lifecycle`
+/// and the webhook's namespace matcher). Only the first is `already gone`; the template is still
+/// there in the second, and the line says which namespace is missing.
+pub fn not_found_elsewhere(template: &ListedTemplate, answer: &Refused) -> Option<TemplateOutcome> {
+    let details = answer.details.as_deref().cloned().unwrap_or_default();
+    if answer.code != 404 || details.kind == template.kind.plural && details.name == template.name {
+        return None;
+    }
+    let missing = match (details.kind.as_str(), details.name.as_str()) {
+        ("namespaces", ns) => format!(
+            "its namespace {ns} does not exist (it was force-finalized, or is being recreated)"
+        ),
+        ("", "") => "the answer does not name what was not found".to_string(),
+        (kind, name) => format!("the API server did not find {kind} {name:?}, not the template"),
+    };
+    Some(TemplateOutcome::Failed(format!(
+        "404 {}: {}: {missing}, so the template {}/{} in namespace {} may still be there and was not deleted. Recreate the Namespace {} (kubectl create namespace {}) so that the guard can judge the DELETE, or delete the template by hand once you know nothing uses it.",
+        answer.reason, answer.message, template.namespace, template.name, template.namespace, template.namespace, template.namespace
+    )))
 }
 
 /// What kube-apiserver's Conflict says when a DELETE's preconditions failed: `rest.BeforeDelete`'s

@@ -76,6 +76,9 @@ pub struct Guard {
     /// namespaceSelector leaves out, and the namespace of the webhook's service (see
     /// [`check_webhook`]).
     pub unseen: Vec<String>,
+    /// The webhook carries template-cleanup's own matchCondition ([`SELECTS_THE_CLEANUP`]): it
+    /// judges only DELETEs by a service account of that name ([`check_caller`]).
+    pub only_cleanup: bool,
 }
 
 fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -397,7 +400,11 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refus
         })
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| refuse("rules cover DELETE", format!("{what}: {e}")))?;
-    Ok(Guard { rules, unseen })
+    Ok(Guard {
+        rules,
+        unseen,
+        only_cleanup: !conditions.is_empty(),
+    })
 }
 
 /// The last check: the guard's rules send the DELETE of every kind the pass would delete.
@@ -425,6 +432,76 @@ pub fn check_coverage(guard: &Guard, kinds: &[ServedKind]) -> Result<(), Refusal
     }
 }
 
+/// Whether `username` is one the matchCondition [`SELECTS_THE_CLEANUP`] selects:
+/// `startsWith('system:serviceaccount:') && endsWith(':capi-template-cleanup')`, evaluated as
+/// CEL does on strings.
+pub fn selected_by_the_cleanup_condition(username: &str) -> bool {
+    username.starts_with("system:serviceaccount:")
+        && username.ends_with(&format!(":{CLEANUP_ACCOUNT}"))
+}
+
+/// The check that the guard judges this very caller: `username` is who the API server says the
+/// job is (SelfSubjectReview, `authentication.k8s.io/v1`). When the guard's webhook carries
+/// template-cleanup's matchCondition, kube-apiserver sends it only the DELETEs of a service
+/// account named `capi-template-cleanup`; anyone else's DELETEs are judged by another policy
+/// (the main guard, whose `not-capi-template-cleanup` selects every other user), if by any, and
+/// neither the pre-flight nor the probe of this guard says anything about them.
+pub fn check_caller(name: &str, guard: &Guard, username: &str) -> Result<(), Refusal> {
+    if !guard.only_cleanup || selected_by_the_cleanup_condition(username) {
+        return Ok(());
+    }
+    Err(refuse(
+        "the guard judges this caller",
+        format!(
+            "the API server says this job runs as {username:?} (SelfSubjectReview), but the guard {name} judges only DELETEs by a service account named {CLEANUP_ACCOUNT} (its matchCondition {:?}). The DELETEs of {username:?} would be judged by another policy (the main guard, through its matchCondition \"not-capi-template-cleanup\"), if by any, and this pass has checked nothing about that one. Run template-cleanup as the service account {CLEANUP_ACCOUNT} (the CronJob of examples/cleanup; by hand: kubectl create job --from=cronjob/capi-template-cleanup).",
+            SELECTS_THE_CLEANUP.0
+        ),
+    ))
+}
+
+/// The check that rules which name a template kind send its DELETE to the guard: every
+/// namespaced `*Template` kind the cluster serves whose group and resource a rule names, in any
+/// operation, version or scope, must have a served version whose DELETE some rule sends
+/// ([`Rule::covers_delete`]). Otherwise the pass would collect nothing of it and exit 0 forever.
+pub fn check_named_coverage(guard: &Guard, served: &[Served]) -> Result<(), Refusal> {
+    let named = |s: &Served| {
+        s.namespaced
+            && s.kind.kind.ends_with("Template")
+            && !s.kind.plural.contains('/')
+            && guard
+                .rules
+                .iter()
+                .any(|r| has(&r.api_groups, &s.kind.group) && has(&r.resources, &s.kind.plural))
+    };
+    let mut missing: Vec<String> = served
+        .iter()
+        .filter(|s| named(s))
+        .filter(|s| {
+            !served.iter().any(|v| {
+                v.kind.group == s.kind.group
+                    && v.kind.plural == s.kind.plural
+                    && guard
+                        .rules
+                        .iter()
+                        .any(|r| r.covers_delete(&v.kind.group, &v.kind.version, &v.kind.plural))
+            })
+        })
+        .map(|s| s.kind.resource())
+        .collect();
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(refuse(
+        "rules cover DELETE",
+        format!(
+            "the guard's rules name {} but send no DELETE of them to it (operations, apiVersions or scope), so the pass would collect none of them and read as a success. Add DELETE to those rules of the guard's ClusterAdmissionPolicy, as examples/cleanup/component/guard-cleanup.yaml ships them.",
+            missing.join(", ")
+        ),
+    ))
+}
+
 /// A resource the API server serves (discovery), at one version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Served {
@@ -434,12 +511,13 @@ pub struct Served {
     pub preferred: bool,
 }
 
-/// The groups the guard's DELETE rules name (`*` cannot be resolved and is skipped).
+/// The groups the guard's rules name, whatever their operations (`*` cannot be resolved and is
+/// skipped): discovery reads them all, so that rules which name template kinds but do not send
+/// their DELETE are seen ([`check_named_coverage`]) instead of collecting nothing.
 pub fn rule_groups(guard: &Guard) -> Vec<String> {
     let mut groups: Vec<String> = guard
         .rules
         .iter()
-        .filter(|r| has(&r.operations, "DELETE"))
         .flat_map(|r| r.api_groups.iter().filter(|g| *g != "*").cloned())
         .collect();
     groups.sort();

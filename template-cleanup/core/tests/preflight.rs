@@ -334,7 +334,12 @@ fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred
     ]));
     assert_eq!(
         rule_groups(&guard),
-        ["bootstrap.cluster.x-k8s.io", INFRA, "wild.example"]
+        [
+            "bootstrap.cluster.x-k8s.io",
+            "create.example",
+            INFRA,
+            "wild.example"
+        ]
     );
     let kct = |v: &str| {
         kind(
@@ -396,6 +401,7 @@ fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> Refused {
         reason: reason.into(),
         message: message.into(),
         causes: causes.iter().map(|c| c.to_string()).collect(),
+        ..Refused::default()
     }
 }
 

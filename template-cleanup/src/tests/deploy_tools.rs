@@ -179,7 +179,7 @@ async fn requires_pruning_retires_only_what_a_loaded_target_state_left_out(
     // one list of the Applications, in every namespace, and nothing else
     let heard = heard.lock().unwrap();
     let uris: Vec<&str> = heard.iter().map(|h| h.uri.as_str()).collect();
-    assert_eq!(uris, [format!("{APPLICATIONS}?&limit=500")], "{heard:?}");
+    assert_eq!(uris, [format!("{APPLICATIONS}?&limit=100")], "{heard:?}");
 }
 
 // --- Helm: what is asked

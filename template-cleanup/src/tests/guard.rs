@@ -166,7 +166,7 @@ async fn a_probe_whose_template_never_holds_still_stops_the_pass(#[case] answer:
     let (report, seen) = pass(fake, false).await;
     assert_eq!(
         report.error.as_deref(),
-        Some("the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each. Run the pass again once the deploy tool that recreates them has settled. Nothing was deleted.")
+        Some("the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled. Nothing was deleted.")
     );
     assert_eq!(report.exit_code(), CANNOT_RUN);
     // read and probed twice, nothing else deleted
