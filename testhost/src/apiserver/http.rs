@@ -60,9 +60,23 @@ pub struct ApiServerArgs {
     monitor: bool,
 
     /// `delete:KIND=recreate`: a DELETE of a KIND finds it deleted and created again under the
-    /// same name since the client read it (new uid, resourceVersion and creationTimestamp)
-    #[arg(long = "fault", value_name = "delete:KIND=recreate")]
+    /// same name since the client read it (new uid, resourceVersion and creationTimestamp);
+    /// `delete:KIND=no-namespace`: its Namespace is gone, and the DELETE gets kube-apiserver's
+    /// 404 for the namespace
+    #[arg(long = "fault", value_name = "delete:KIND=recreate|no-namespace")]
     faults: Vec<String>,
+
+    /// The caller: SelfSubjectReview's answer and the AdmissionReview's userInfo.username
+    #[arg(
+        long,
+        default_value = "system:serviceaccount:capi-system:capi-template-cleanup"
+    )]
+    user: String,
+
+    /// The policy server switches to monitor mode after this many DELETEs of templates (a mode
+    /// change during a pass)
+    #[arg(long, value_name = "N")]
+    monitor_after: Option<usize>,
 }
 
 /// A request's query parameters, decoded.
@@ -151,25 +165,34 @@ struct Front {
     api: Arc<Mutex<Api>>,
     policy: Webhook,
     args: ApiServerArgs,
-    /// Kinds whose DELETE finds the object re-created.
+    /// Kinds whose DELETE finds the object re-created, or its Namespace gone.
     recreate: Vec<String>,
+    no_namespace: Vec<String>,
+    /// Template DELETEs the webhook has judged.
+    judged: Mutex<usize>,
 }
 
 impl Front {
     fn new(api: Arc<Mutex<Api>>, policy: Webhook, args: ApiServerArgs) -> Result<Front> {
-        let recreate = args.faults.iter().map(|fault| {
-            let kind = fault
+        let (mut recreate, mut no_namespace) = (Vec::new(), Vec::new());
+        for fault in &args.faults {
+            let fault_kind = fault
                 .strip_prefix("delete:")
-                .and_then(|f| f.strip_suffix("=recreate"));
-            let wrong = format!("--fault {fault}: the only fault served is delete:KIND=recreate");
-            kind.map(str::to_string).ok_or(anyhow!(wrong))
-        });
-        let recreate = recreate.collect::<Result<_>>()?;
+                .and_then(|f| f.split_once('='));
+            match fault_kind {
+                Some((kind, "recreate")) => recreate.push(kind.to_string()),
+                Some((kind, "no-namespace")) => no_namespace.push(kind.to_string()),
+                _ => return Err(anyhow!("--fault {fault}: the faults served are delete:KIND=recreate and delete:KIND=no-namespace")),
+            }
+        }
+        let judged = Mutex::new(0);
         Ok(Front {
             api,
             policy,
             args,
             recreate,
+            no_namespace,
+            judged,
         })
     }
 
@@ -189,6 +212,13 @@ impl Front {
         let (api_version, rest) = match (method, parts.as_slice()) {
             ("GET", ["api"]) => return ok(json!({"kind": "APIVersions", "versions": ["v1"]})),
             ("GET", ["apis"]) => return ok(groups(&served)),
+            ("POST", ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"]) => {
+                let user = json!({"username": self.args.user, "groups": ["system:authenticated"]});
+                return ok(
+                    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                    "metadata": {}, "status": {"userInfo": user}}),
+                );
+            }
             (_, ["api", version, rest @ ..]) => (version.to_string(), rest),
             (_, ["apis", group, version, rest @ ..]) => (format!("{group}/{version}"), rest),
             _ => return page_not_found(),

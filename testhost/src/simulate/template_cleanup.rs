@@ -60,7 +60,7 @@ impl Actor for TemplateCleanup {
                     answer::guard_webhook(GUARD),
                     v.message
                 ),
-                causes: Vec::new(),
+                ..Refused::default()
             });
             if let TemplateOutcome::Failed(why) = answer::classify(GUARD, refused.as_ref()) {
                 w.m.template_cleanup_failed += 1;

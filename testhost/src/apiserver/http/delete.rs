@@ -25,6 +25,17 @@ impl Front {
         let Some(mut object) = api.held.get(&target.key()).cloned() else {
             return target.not_found();
         };
+        if self.no_namespace.contains(&target.kind) {
+            // the namespace lifecycle's answer for a Namespace that no longer exists
+            let ns = target.namespace.clone().unwrap_or_default();
+            let details = json!({"name": ns, "kind": "namespaces"});
+            return status(
+                404,
+                "NotFound",
+                format!("namespaces \"{ns}\" not found"),
+                details,
+            );
+        }
         if self.recreate.contains(&target.kind) {
             api.revision += 1;
             let meta = &mut object["metadata"];
@@ -48,7 +59,7 @@ impl Front {
             || options["dryRun"].as_array().is_some_and(all);
         if target.kind.ends_with("Template") {
             drop(api);
-            let review = review(target, &object, dry_run, &options);
+            let review = review(target, &object, dry_run, &options, &self.args.user);
             if let Some(refusal) = self.admit(review) {
                 return refusal;
             }
@@ -96,7 +107,12 @@ impl Front {
         if response.allowed {
             return None;
         }
-        if self.args.monitor {
+        let judged = {
+            let mut judged = lock(&self.judged);
+            *judged += 1;
+            *judged
+        };
+        if self.args.monitor || self.args.monitor_after.is_some_and(|n| judged > n) {
             // policy-server's monitor mode: the evaluation is logged and the request allowed
             eprintln!(" INFO testhost: monitor mode: the policy would have refused: {message}");
             return None;
@@ -113,7 +129,7 @@ impl Front {
 
 /// The AdmissionReview kube-apiserver sends a validating webhook for a DELETE by the clean-up's
 /// service account (examples/cleanup).
-fn review(target: &Target, object: &Value, dry_run: bool, options: &Value) -> Value {
+fn review(target: &Target, object: &Value, dry_run: bool, options: &Value, user: &str) -> Value {
     let (group, version) = target
         .api_version
         .split_once('/')
@@ -123,7 +139,7 @@ fn review(target: &Target, object: &Value, dry_run: bool, options: &Value) -> Va
     let mut options = options.clone();
     options["apiVersion"] = json!("meta.k8s.io/v1");
     options["kind"] = json!("DeleteOptions");
-    let user = json!({"username": "system:serviceaccount:capi-system:capi-template-cleanup",
+    let user = json!({"username": user,
         "groups": ["system:serviceaccounts", "system:serviceaccounts:capi-system", "system:authenticated"]});
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": format!("{}-delete", object["metadata"]["uid"].as_str().unwrap_or_default()),
