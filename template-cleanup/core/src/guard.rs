@@ -196,7 +196,7 @@ const CONDITIONS: [(&str, &str, &str); 2] = [
     (
         "PolicyUniquelyReachable",
         "condition PolicyUniquelyReachable is True",
-        "a new ReplicaSet of its policy server is rolling out, and the old pods, which may run an older configuration of the policy (monitor mode, fewer rules), still answer. Wait for the rollout: kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/<name>.",
+        "not every pod of its policy server belongs to the latest ReplicaSet: either a rollout is in progress, and the old pods may still answer with an older configuration of the policy (monitor mode, fewer rules), or, with no rollout, an evicted or failed policy-server pod keeps it False until the pod is garbage-collected. See which: kubectl -n kubewarden get pods -o wide (the controller's namespace) lists the policy-server pods and their status; delete a pod left Evicted or Failed (kubectl -n kubewarden delete pod <pod>), or wait for the rollout: kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/<name>.",
     ),
 ];
 

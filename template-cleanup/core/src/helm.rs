@@ -187,31 +187,40 @@ pub fn release_from_secret(
 ) -> Result<HelmRevision, String> {
     let what = format!("Helm release Secret {namespace}/{secret}");
     let b64 = base64::engine::general_purpose::STANDARD;
-    let mut bytes = b64
+    let bytes = b64
         .decode(helm_text)
         .map_err(|e| format!("{what}: the release is not Helm's base64 ({e})."))?;
-    if bytes.starts_with(&GZIP_MAGIC) {
-        let mut json = Vec::new();
-        flate2::read::GzDecoder::new(bytes.as_slice())
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut json)
-            .map_err(|e| format!("{what}: the release does not gunzip ({e})."))?;
-        if json.len() as u64 > limit {
-            return Err(format!(
-                "{what}: the release is larger than {} MiB once decompressed, more than any release Helm writes.",
-                limit >> 20
-            ));
-        }
-        bytes = json;
+    // the release JSON is read as it is decompressed, keeping only the fields below (the chart,
+    // its files and values are skipped): the manifest is the only large thing held
+    let too_large = || {
+        format!(
+            "{what}: the release is larger than {} MiB once decompressed, more than any release Helm writes.",
+            limit >> 20
+        )
+    };
+    let release: Result<Release, _> = if bytes.starts_with(&GZIP_MAGIC) {
+        let reader = Capped {
+            inner: flate2::read::GzDecoder::new(bytes.as_slice()),
+            left: limit,
+        };
+        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e: serde_json::Error| {
+            match e.io_error_kind() {
+                Some(std::io::ErrorKind::FileTooLarge) => too_large(),
+                Some(_) => format!("{what}: the release does not gunzip ({e})."),
+                None => format!("{what}: the release is not Helm's release JSON ({e})."),
+            }
+        })
     } else if bytes.len() as u64 > limit {
         return Err(format!(
             "{what}: the release is larger than {} MiB.",
             limit >> 20
         ));
-    }
-    let release: Release = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{what}: the release is not Helm's release JSON ({e})."))?;
+    } else {
+        serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{what}: the release is not Helm's release JSON ({e})."))
+    };
     drop(bytes);
+    let release = release?;
     let namespace = if release.namespace.is_empty() {
         namespace.to_string()
     } else {
@@ -250,27 +259,138 @@ pub fn stored_release(
     release_from_secret(namespace, secret, helm_text, limit)
 }
 
-/// The objects of a rendered manifest (multi-document YAML); an object without a namespace is in
-/// the release's namespace, where Helm creates it.
+/// A reader that fails with `FileTooLarge` past `left` bytes (a gzip bomb is cut there).
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // one byte more tells a release of exactly `left` bytes from a larger one
+            if self.inner.read(&mut [0u8; 1])? > 0 {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            return Ok(0);
+        }
+        let max = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..max])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// The most YAML nodes one manifest document may hold, estimated from above by its structural
+/// characters (`,[]{}:-` and line breaks: every node but the first needs one). The YAML parser
+/// holds every event of a document at once, about 100 bytes each: a flow list of 15 million
+/// items, 32 MiB once decompressed, would take over a GiB. Real templates hold a few hundred.
+pub const MAX_DOCUMENT_NODES: usize = 100_000;
+
+/// The most aliases (`*`) one manifest document may hold: each replays its anchor's nodes, so
+/// nested aliases multiply them (a "billion laughs").
+pub const MAX_DOCUMENT_ALIASES: usize = 256;
+
+/// The head of a manifest document: what a declaration reads; every other field is skipped as
+/// it is parsed, never built.
+#[derive(Deserialize)]
+struct Head {
+    #[serde(rename = "apiVersion", default)]
+    api_version: Option<yaml_serde::Value>,
+    #[serde(default)]
+    kind: Option<yaml_serde::Value>,
+    #[serde(default)]
+    metadata: Option<MetaHead>,
+}
+
+#[derive(Deserialize)]
+struct MetaHead {
+    #[serde(default)]
+    name: Option<yaml_serde::Value>,
+    #[serde(default)]
+    namespace: Option<yaml_serde::Value>,
+}
+
+/// The documents of a multi-document YAML text, split at the lines that start with `---` (a
+/// document marker at column 0 ends any scalar, so no document holds one).
+fn documents(manifest: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(manifest);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        let mut at = 0;
+        loop {
+            match text[at..].find("\n---") {
+                Some(i) => {
+                    let marker = at + i + 1;
+                    let after = text[marker + 3..].chars().next();
+                    if after.is_none_or(|c| c == '\n' || c == '\r' || c == ' ' || c == '\t') {
+                        rest = Some(&text[marker..]);
+                        return Some(&text[..marker]);
+                    }
+                    at = marker;
+                }
+                None => {
+                    rest = None;
+                    return Some(text);
+                }
+            }
+        }
+    })
+}
+
+/// The objects of a rendered manifest (multi-document YAML) that can be templates; an object
+/// without a namespace is in the release's namespace, where Helm creates it. A document whose
+/// text does not hold `Template` cannot be of a template kind (every kind collected ends so) and
+/// is not parsed. The others are parsed within bounds ([`MAX_DOCUMENT_NODES`],
+/// [`MAX_DOCUMENT_ALIASES`], and the YAML parser's depth of 128), reading only their head; one
+/// that exceeds them, or is not YAML, makes the release unreadable.
 fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObject>, String> {
     let mut out = Vec::new();
-    for (i, document) in yaml_serde::Deserializer::from_str(manifest).enumerate() {
-        let value = Value::deserialize(document)
-            .map_err(|e| format!("manifest document #{} is not YAML ({e}).", i + 1))?;
-        let field = |p: &str| value.pointer(p).and_then(Value::as_str).unwrap_or("");
-        if value.is_null() || field("/kind").is_empty() || field("/metadata/name").is_empty() {
+    for (i, text) in documents(manifest).enumerate() {
+        if !text.contains("Template") {
             continue;
         }
-        let ns = match field("/metadata/namespace") {
-            "" => namespace,
-            ns => ns,
-        };
-        out.push(DeclaredObject {
-            group: group_of(field("/apiVersion")).to_string(),
-            kind: field("/kind").to_string(),
-            namespace: ns.to_string(),
-            name: field("/metadata/name").to_string(),
-        });
+        let nodes = text.bytes().filter(|b| b",[]{}:-\n".contains(b)).count();
+        if nodes > MAX_DOCUMENT_NODES {
+            return Err(format!("manifest document #{} may hold {nodes} YAML nodes, more than the {MAX_DOCUMENT_NODES} a template document is read with.", i + 1));
+        }
+        let aliases = text.bytes().filter(|b| *b == b'*').count();
+        if aliases > MAX_DOCUMENT_ALIASES {
+            return Err(format!("manifest document #{} may hold {aliases} YAML aliases, more than the {MAX_DOCUMENT_ALIASES} a template document is read with.", i + 1));
+        }
+        for document in yaml_serde::Deserializer::from_str(text) {
+            let head = Option::<Head>::deserialize(document)
+                .map_err(|e| format!("manifest document #{} is not YAML ({e}).", i + 1))?;
+            let Some(head) = head else { continue };
+            let field = |v: &Option<yaml_serde::Value>| {
+                v.as_ref()
+                    .and_then(yaml_serde::Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let (name, ns) = head
+                .metadata
+                .as_ref()
+                .map_or((String::new(), String::new()), |m| {
+                    (field(&m.name), field(&m.namespace))
+                });
+            let kind = field(&head.kind);
+            if kind.is_empty() || name.is_empty() {
+                continue;
+            }
+            out.push(DeclaredObject {
+                group: group_of(&field(&head.api_version)).to_string(),
+                kind,
+                namespace: if ns.is_empty() {
+                    namespace.to_string()
+                } else {
+                    ns
+                },
+                name,
+            });
+        }
     }
     Ok(out)
 }

@@ -114,14 +114,14 @@ fn a_rolling_out_guard_is_refused_with_the_command_that_waits() {
     )
     .unwrap_err();
     assert!(
-        refusal.message.starts_with("the ClusterAdmissionPolicy g has condition PolicyUniquelyReachable False: a new ReplicaSet of its policy server is rolling out"),
+        refusal.message.starts_with("the ClusterAdmissionPolicy g has condition PolicyUniquelyReachable False: not every pod of its policy server belongs to the latest ReplicaSet: either a rollout is in progress"),
         "{}",
         refusal.message
     );
     assert!(
         refusal.message.ends_with(
             "kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/g."
-        ),
+        ) && refusal.message.contains("an evicted or failed policy-server pod keeps it False until the pod is garbage-collected. See which: kubectl -n kubewarden get pods -o wide"),
         "{}",
         refusal.message
     );

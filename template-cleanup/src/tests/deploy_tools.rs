@@ -439,12 +439,15 @@ async fn a_release_that_cannot_be_read_keeps_its_namespaces_templates(
     assert_eq!(gets, 2);
 }
 
-/// A few kilobytes of gzip that inflate past the 32 MiB cap.
+/// A few kilobytes of gzip that inflate past the 32 MiB cap: the start of a release JSON whose
+/// manifest never ends, so that only the cap stops it.
 fn bomb() -> (u16, Vec<u8>) {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    let zeros = vec![0u8; 1 << 20];
+    gz.write_all(br#"{"name": "sites", "version": 2, "manifest": ""#)
+        .unwrap();
+    let filler = vec![b'a'; 1 << 20];
     for _ in 0..40 {
-        gz.write_all(&zeros).unwrap();
+        gz.write_all(&filler).unwrap();
     }
     let b64 = base64::engine::general_purpose::STANDARD;
     let helm = b64.encode(gz.finish().unwrap());
