@@ -1,4 +1,4 @@
-//! The alerts of examples/prometheus-rule.yaml, checked and unit-tested by promtool.
+//! The alerts of examples/monitoring/prometheus-rule.yaml, checked and unit-tested by promtool.
 //!
 //! promtool reads plain rule files, not PrometheusRule objects, so the test writes the object's
 //! `spec.groups` to `rules.yaml`, copies the unit tests of this folder (`*.yaml`, promtool's
@@ -6,6 +6,10 @@
 //! The unit tests feed each alert the traffic it is for (template-cleanup's one short burst per
 //! hour, a deploy tool stuck for a day, a failed pass) and the normal traffic that must not fire it
 //! (template-cleanup's hourly refusals of templates in use).
+//!
+//! `fixtures/` holds rules of kube-prometheus-stack (InfoInhibitor, KubeJobFailed), copied beside
+//! the tests so that a test can load them next to ours (its `rule_files`) and show how the stack's
+//! own alerts meet ours; their sources are cited in the fixture.
 //!
 //! Run by `make test` only (`make alert-tests`, which installs promtool first and passes it in
 //! `PROMTOOL`): Cargo.toml declares this test binary with `test = false`, so that `cargo test
@@ -19,7 +23,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const RULES: &str = "examples/prometheus-rule.yaml";
+const RULES: &str = "examples/monitoring/prometheus-rule.yaml";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -56,8 +60,24 @@ fn rule_groups() -> Value {
     serde_json::json!({ "groups": groups })
 }
 
+/// The rule files of `fixtures/`, sorted.
+fn fixtures() -> Vec<PathBuf> {
+    let dir = root().join("tests/alerts/fixtures");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
 fn alert_names() -> BTreeSet<String> {
-    let groups = rule_groups();
+    names_in(&rule_groups())
+}
+
+fn names_in(groups: &Value) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for group in groups["groups"].as_array().into_iter().flatten() {
         for rule in group["rules"].as_array().into_iter().flatten() {
@@ -111,6 +131,12 @@ fn promtool_checks_the_rules_and_passes_every_unit_test() {
         fs::copy(&file, dir.join(&name)).expect("the unit test is copied");
         names.push(name);
     }
+    for fixture in fixtures() {
+        let name = fixture.file_name().expect("a file name");
+        fs::copy(&fixture, dir.join(name)).expect("the fixture is copied");
+        let name = name.to_str().expect("a UTF-8 file name").to_string();
+        print!("{}", promtool(&dir, &["check", "rules", &name]));
+    }
     print!("{}", promtool(&dir, &["check", "rules", "rules.yaml"]));
     let mut args = vec!["test", "rules"];
     args.extend(names.iter().map(String::as_str));
@@ -139,9 +165,13 @@ fn every_alert_fires_in_some_unit_test() {
         missing.is_empty(),
         "no unit test in tests/alerts/ expects these alerts to fire: {missing:?}"
     );
-    let unknown: Vec<_> = fired.difference(&alert_names()).cloned().collect();
+    let mut known = alert_names();
+    for fixture in fixtures() {
+        known.extend(names_in(&yaml(&fixture)));
+    }
+    let unknown: Vec<_> = fired.difference(&known).cloned().collect();
     assert!(
         unknown.is_empty(),
-        "tests/alerts/ expects alerts that {RULES} does not define: {unknown:?}"
+        "tests/alerts/ expects alerts that neither {RULES} nor fixtures/ define: {unknown:?}"
     );
 }

@@ -1,4 +1,4 @@
-//! What promtool cannot see in examples/prometheus-rule.yaml (tests/alerts/ runs promtool on it):
+//! What promtool cannot see in examples/monitoring/prometheus-rule.yaml (tests/alerts/ runs promtool on it):
 //! the policy, webhook and CronJob names it selects are those the other examples give, the
 //! template-cleanup alert waits longer than the CronJob's deadline, and each alert's runbook is a
 //! section of docs/operations.md.
@@ -6,7 +6,7 @@
 use super::*;
 use regex::Regex;
 
-const RULES: &str = "examples/prometheus-rule.yaml";
+const RULES: &str = "examples/monitoring/prometheus-rule.yaml";
 const RUNBOOKS: &str = "docs/operations.md";
 
 /// The names the other examples give: `clusterwide-<policy>`, its webhook, and the CronJob of
@@ -123,7 +123,7 @@ fn the_clean_up_alert_waits_past_the_jobs_deadline() {
     let rule = rules
         .iter()
         .find(|r| str_at(r, "/alert", RULES) == "CapiTemplateCleanupFailing")
-        .expect("examples/prometheus-rule.yaml has CapiTemplateCleanupFailing");
+        .expect("examples/monitoring/prometheus-rule.yaml has CapiTemplateCleanupFailing");
     let deadline = super::cleanup::object("CronJob")
         .pointer("/spec/jobTemplate/spec/activeDeadlineSeconds")
         .and_then(Value::as_u64)

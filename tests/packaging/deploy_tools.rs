@@ -190,6 +190,10 @@ fn kept_and_labelled(object: &Value) -> bool {
 #[case::component(COMPONENT, "/patches")]
 #[case::flux_post_renderer(FLUX, "/spec/postRenderers/0/kustomize/patches")]
 #[case::argocd_kustomize_patches(ARGOCD, "/spec/source/kustomize/patches")]
+#[case::sylva_cluster_unit(
+    "examples/sylva/values.yaml",
+    "/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
+)]
 fn each_snippet_carries_the_components_patch(#[case] file: &str, #[case] pointer: &str) {
     assert_eq!(
         patches_at(file, pointer),

@@ -28,6 +28,7 @@ mod artifacthub;
 mod cleanup;
 mod deploy_tools;
 mod examples;
+mod monitoring;
 mod rbac;
 mod readme;
 mod release_workflow;
