@@ -154,7 +154,7 @@ unit-tests:
 
 # The test binaries that need what make builds or installs (`test = false` in Cargo.toml, so that
 # `cargo test --workspace` leaves them out): the size budget of policy.wasm (tests/size.rs), and
-# the alerts of examples/prometheus-rule.yaml through promtool (tests/alerts/).
+# the alerts of examples/monitoring/prometheus-rule.yaml through promtool (tests/alerts/).
 .PHONY: size-test
 size-test: policy.wasm
 	cargo test --locked --test size
