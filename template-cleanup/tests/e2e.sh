@@ -148,6 +148,57 @@ check "monitor mode: only the probe's DELETE was sent" is "$(deletes)" 1
 check "monitor mode: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
 stop
 
+# The probe is not used up by a stuck rollout: twelve MachineDeployments, sorted first, name
+# templates that do not exist. They cost a GET each and no DELETE; the probe reaches in-use, and
+# a policy server in monitor mode lets its dry-run DELETE through: exit 2, nothing deleted.
+start '.capi += [range(12) as $i | {apiVersion: "cluster.x-k8s.io/v1beta1", kind: "MachineDeployment",
+    metadata: {name: "a-stuck-\($i)", namespace: "edge"},
+    spec: {clusterName: "edge-a", template: {spec: {clusterName: "edge-a",
+      infrastructureRef: {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3MachineTemplate", name: "a-missing-\($i)"}}}}}]' --monitor
+run
+check "a stuck rollout before the template in use, monitor mode: exit 2" is "$CODE" 2
+check "a stuck rollout: the probe reached the template in use" has "$ERR" "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal"
+check "a stuck rollout: no \"no probe possible\"" is "$(grep -c 'no probe possible' <<<"$OUT$ERR" || true)" 0
+check "a stuck rollout: only the probe's DELETE was sent" is "$(deletes)" 1
+check "a stuck rollout: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
+stop
+
+# Who is deleting: the job asks (SelfSubjectReview) before anything else; run as someone the
+# clean-up policy's matchCondition does not select, it deletes nothing and names both.
+start . --user kubernetes-admin
+run
+check "another caller: exit 2" is "$CODE" 2
+check "another caller: the SelfSubjectReview comes first" has "$(grep -m1 -E '^(GET|POST|DELETE) ' "$T/api.log")" "POST /apis/authentication.k8s.io/v1/selfsubjectreviews"
+check "another caller: the message names the user and the policy" has "$ERR" "pre-flight check \`the guard judges this caller\` failed: the API server says this job runs as \"kubernetes-admin\" (SelfSubjectReview), but the guard capi-template-guard-cleanup judges only DELETEs by a service account named capi-template-cleanup"
+check "another caller: no DELETE sent" is "$(deletes)" 0
+stop
+start . --user system:serviceaccount:ops:capi-template-cleanup
+run
+check "the job's account in another namespace: exit 0 (the same condition selects it)" is "$CODE" 0
+stop
+
+# A 404 for the template's Namespace, not the template (a force-finalized Namespace): failed,
+# naming it, never "already gone".
+start '.capi = []' --fault delete:Metal3MachineTemplate=no-namespace
+run
+check "a missing namespace: exit 1" is "$CODE" 1
+check "a missing namespace: the line fails and names it" has "$(grep edge/free <<<"$OUT")" "its namespace edge does not exist"
+check "a missing namespace: nothing is already gone" has "$(tail -n 1 <<<"$OUT")" "already gone 0"
+check "a missing namespace: the template is still there" is "$(template_status free)" 200
+stop
+
+# A long pass: the guard is checked again every 50 DELETEs; a policy server that switches to
+# monitor mode after the 51st judged DELETE (the probe and 50) is caught by the re-check's probe.
+start '.capi += [range(60) as $i | {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3MachineTemplate",
+    metadata: {name: "t\($i)", namespace: "edge", creationTimestamp: "2020-01-01T00:00:00Z",
+               labels: {"capi-template-guard.kubewarden.io/cleanup": "true"}}, spec: {template: {spec: {}}}}]' --monitor-after 51
+run
+check "a mode change during the pass: exit 2" is "$CODE" 2
+check "a mode change during the pass: the re-check says so" has "$ERR" "The guard was checked again after 50 DELETEs and has changed: the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use"
+check "a mode change during the pass: 52 DELETEs (probe, 50, re-probe)" is "$(deletes)" 52
+check "a mode change during the pass: the rest not tried" has "$(tail -n 1 <<<"$OUT")" "not tried 12"
+stop
+
 # A template recreated under the same name since it was listed (a new uid) is left for the next
 # pass: the preconditions fail before the guard is asked. The probe's template, recreated under
 # it on each of its two tries, proves nothing: the pass stops before any real DELETE. With no
@@ -155,7 +206,7 @@ stop
 start . --fault delete:Metal3MachineTemplate=recreate
 run
 check "a probe whose template is recreated under it: exit 2" is "$CODE" 2
-check "a probe whose template is recreated under it: the message says so" has "$ERR" "the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each."
+check "a probe whose template is recreated under it: the message says so" has "$ERR" "the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each, and no other template in use could be probed."
 check "a probe whose template is recreated under it: only its two dry-run DELETEs sent" is "$(deletes)" 2
 stop
 start '.capi = []' --fault delete:Metal3MachineTemplate=recreate
@@ -268,6 +319,7 @@ for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
             "a missing guard|del(.guard)|guard exists" \
             "a scheduled guard|.guard.status.policyStatus = \"scheduled\"|status.policyStatus is active" \
             "no webhook|del(.hook)|the guard's webhook is installed" \
+            "rules without DELETE|.hook.webhooks[0].rules[].operations = [\"CREATE\"]|rules cover DELETE" \
             "a webhook selecting by team|.hook.webhooks[0].namespaceSelector.matchExpressions += [{key: \"team\", operator: \"In\", values: [\"edge\"]}]|the guard sees every template"; do
   IFS='|' read -r what edit name <<<"$case"
   start "$edit"
