@@ -98,6 +98,11 @@ impl Front {
             let fail = self.args.failure_policy == "Fail";
             return fail.then(|| status(500, "InternalError", message, details));
         };
+        let judged = {
+            let mut judged = lock(&self.judged);
+            *judged += 1;
+            *judged
+        };
         let response = match ValidateRequest::build(&review) {
             Ok(request) => policy.validate(&request, &json!({})),
             Err(e) => return Some(bad_request(format!("{e:#}"))),
@@ -107,11 +112,6 @@ impl Front {
         if response.allowed {
             return None;
         }
-        let judged = {
-            let mut judged = lock(&self.judged);
-            *judged += 1;
-            *judged
-        };
         if self.args.monitor || self.args.monitor_after.is_some_and(|n| judged > n) {
             // policy-server's monitor mode: the evaluation is logged and the request allowed
             eprintln!(" INFO testhost: monitor mode: the policy would have refused: {message}");
