@@ -200,22 +200,30 @@ fn classify_delete(guard: &str, template: &ListedTemplate, refused: &Refused) ->
     not_found_elsewhere(template, refused).unwrap_or_else(|| classify(guard, Some(refused)))
 }
 
-/// The pre-flight's reads and checks again, and the probe, trying the last proof's template
-/// first. Any difference from what the pass began with is a change.
-async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
+/// The guard's ClusterAdmissionPolicy and ValidatingWebhookConfiguration, read and checked:
+/// before the first DELETE and at every re-check. `context` opens the message of a webhook that
+/// cannot be read.
+async fn read_guard(cluster: &Cluster, name: &str, context: &str) -> Result<Guard, String> {
     let policy = cluster
-        .get_cluster_object(&cluster_admission_policy(), &o.guard)
+        .get_cluster_object(&cluster_admission_policy(), name)
         .await
-        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {}: {e}.", o.guard))?;
-    check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
-    let configuration = webhook_configuration_name(&o.guard);
+        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {name}: {e}."))?;
+    check_policy(name, policy.as_ref()).map_err(|r| r.to_string())?;
+    let configuration = webhook_configuration_name(name);
     let webhook = cluster
         .get_cluster_object(&validating_webhook_configuration(), &configuration)
         .await
         .map_err(|e| {
-            format!("cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
+            format!("{context}cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
         })?;
-    let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
+    check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())
+}
+
+/// The pre-flight's reads and checks again, and the probe, trying the last proof's template
+/// first. Any difference from what the pass began with is a change.
+async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
+    let guard = read_guard(cluster, &o.guard, "").await?;
+    let configuration = webhook_configuration_name(&o.guard);
     if guard != checked.guard {
         return Err(format!(
             "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
@@ -245,22 +253,9 @@ async fn prepare(
     let username = cluster.who_am_i().await.map_err(|e| {
         format!("cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {e}. Without it the pass cannot know which policy judges its DELETEs.")
     })?;
-    let policy = cluster
-        .get_cluster_object(&cluster_admission_policy(), &o.guard)
-        .await
-        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {}: {e}.", o.guard))?;
-    check_policy(&o.guard, policy.as_ref()).map_err(|r| r.to_string())?;
     // the namespaces the guard's webhook never sees, from the webhook itself
-    let configuration = webhook_configuration_name(&o.guard);
-    let webhook = cluster
-        .get_cluster_object(&validating_webhook_configuration(), &configuration)
-        .await
-        .map_err(|e| {
-            format!(
-                "pre-flight check `the guard's webhook is installed` failed: cannot read the ValidatingWebhookConfiguration {configuration}: {e}."
-            )
-        })?;
-    let guard = check_webhook(&o.guard, webhook.as_ref()).map_err(|r| r.to_string())?;
+    let preflight = "pre-flight check `the guard's webhook is installed` failed: ";
+    let guard = read_guard(cluster, &o.guard, preflight).await?;
     check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
     groups.push(probe::CAPI_GROUP.to_string());
