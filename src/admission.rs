@@ -2,12 +2,13 @@
 
 use serde_json::Value;
 
-use crate::capi::{namespace_of, view_of, AdmissionRequest, Object, Template};
+use crate::capi::{view_of, AdmissionRequest, Object, Template};
 use crate::catalogue::{self, INFRASTRUCTURE_GROUP};
 use crate::decision::{self, Decision};
 use crate::host::Host;
 use crate::lookups::HostLookups;
 use crate::message;
+use crate::metadata::namespace_of;
 use crate::mutation;
 use crate::settings::Settings;
 

@@ -12,48 +12,7 @@ use std::borrow::Cow;
 
 use crate::catalogue::{self, TemplateClass, CAPI_GROUP, INFRASTRUCTURE_GROUP};
 use crate::error::Error;
-pub use crate::metadata::{namespace_of, Metadata};
-
-/// Annotation set by CAPI on every object cloned from a template: the template's name.
-pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
-/// Annotation set next to [`CLONED_FROM_NAME`]: `Kind.group` of the template.
-pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
-/// Annotation `clusterctl move` puts on every object right before deleting it.
-pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
-
-/// Treats an explicit `null` like an absent field.
-pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
-
-/// A string or null, as [`nullable`] reads it, but borrowed while `read` makes what is kept of
-/// it (null gives `read("")`): a list of thousands of objects then copies only what it keeps.
-pub fn nullable_str<'de, D: Deserializer<'de>, T>(
-    deserializer: D,
-    read: fn(&str) -> T,
-) -> Result<T, D::Error> {
-    struct Str<T>(fn(&str) -> T);
-    impl<'de, T> serde::de::Visitor<'de> for Str<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a string")
-        }
-        fn visit_none<E>(self) -> Result<T, E> {
-            Ok((self.0)(""))
-        }
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-            deserializer.deserialize_str(self)
-        }
-        fn visit_str<E>(self, value: &str) -> Result<T, E> {
-            Ok((self.0)(value))
-        }
-    }
-    deserializer.deserialize_option(Str(read))
-}
+use crate::metadata::{nullable, nullable_str, Metadata, ReadKey};
 
 /// The group part of an `apiVersion` (`""` for the core group `v1`).
 pub fn group_of(api_version: &str) -> &str {
@@ -420,7 +379,7 @@ impl Template {
             ("", name) | (name, _) => name,
         };
         let namespace = if request.namespace.is_empty() {
-            namespace_of(old_object)
+            crate::metadata::namespace_of(old_object)
         } else {
             request.namespace.clone()
         };
@@ -436,7 +395,7 @@ impl Template {
             node_reuse: group == INFRASTRUCTURE_GROUP
                 && kind == catalogue::METAL3_MACHINE_TEMPLATE.kind
                 && node_reuse(old_object),
-            moving: meta.annotations.contains_key(DELETE_FOR_MOVE),
+            moving: meta.annotations.contains_key(ReadKey::DeleteForMove),
             cluster_owners,
         })
     }

@@ -4,8 +4,9 @@
 
 use serde::Deserialize;
 
-use crate::capi::{nullable, Kinded};
+use crate::capi::Kinded;
 use crate::error::{Failure, Lookup, LookupError};
+use crate::metadata::nullable;
 
 /// One CRD as the policy reads it: a view that decodes its names and served versions and skips
 /// the rest (the host keeps each CRD's metadata whole, about 0.6 KB, and every request decodes

@@ -302,7 +302,7 @@ struct InNamespace {
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
 struct NamespaceOf {
-    #[serde(deserialize_with = "crate::capi::nullable")]
+    #[serde(deserialize_with = "crate::metadata::nullable")]
     namespace: String,
 }
 

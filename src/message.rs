@@ -391,7 +391,7 @@ pub fn describe(error: &Error) -> String {
         Error::PartNotAnObject(part) => format!("its {part} is not an object"),
         Error::NoTemplateSource => format!(
             "it has no valid {} annotation naming a Metal3MachineTemplate and no MachineSet or control-plane owner to find its template",
-            crate::capi::CLONED_FROM_NAME
+            crate::metadata::ReadKey::ClonedFromName.key()
         ),
         Error::OwnerNamesNoTemplate { kind, name } => format!(
             "its owner {kind} {} does not exist or names no Metal3MachineTemplate",

@@ -1,24 +1,91 @@
-//! The metadata the policy reads of an object ([`Metadata`]), decoded so that a list of thousands
-//! of objects allocates only the strings a decision keeps.
+//! Decoding what every object carries: the metadata the policy reads of an object
+//! ([`Metadata`]), the annotation and label keys it reads ([`ReadKey`]), and the nullable
+//! helpers every view uses. Decoded so that a list of thousands of objects allocates only the
+//! strings a decision keeps. It depends on no other module of the policy.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::capi::{
-    nullable, nullable_str, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE,
-};
+/// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps. A key is
+/// read by naming its variant, so a key that is not kept cannot be read by mistake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKey {
+    /// Annotation set by CAPI on every object cloned from a template: the template's name.
+    ClonedFromName,
+    /// Annotation set next to it: `Kind.group` of the template.
+    ClonedFromGroupKind,
+    /// Annotation `clusterctl move` puts on every object right before deleting it.
+    DeleteForMove,
+    /// The label Cluster API puts on the objects of a Cluster.
+    ClusterName,
+    /// The label that makes a MachineSet part of a MachineDeployment: the MachineSet controller
+    /// finds its owner by it (`isDeploymentChild`, `getOwnerMachineDeployment` in
+    /// core/reconcilers/machineset/machineset_controller.go@v1.14.0, the same in
+    /// internal/controllers/machineset@v1.10.9).
+    DeploymentName,
+}
 
-/// The annotation and label keys the policy reads: the only ones [`Metadata`] keeps.
-const READ_KEYS: [&str; 5] = [
-    CLONED_FROM_NAME,
-    CLONED_FROM_GROUPKIND,
-    DELETE_FOR_MOVE,
-    crate::references::CLUSTER_NAME_LABEL,
-    crate::references::DEPLOYMENT_NAME_LABEL,
-];
+impl ReadKey {
+    pub const ALL: [ReadKey; 5] = [
+        ReadKey::ClonedFromName,
+        ReadKey::ClonedFromGroupKind,
+        ReadKey::DeleteForMove,
+        ReadKey::ClusterName,
+        ReadKey::DeploymentName,
+    ];
+
+    /// The key as objects carry it.
+    pub const fn key(self) -> &'static str {
+        match self {
+            ReadKey::ClonedFromName => "cluster.x-k8s.io/cloned-from-name",
+            ReadKey::ClonedFromGroupKind => "cluster.x-k8s.io/cloned-from-groupkind",
+            ReadKey::DeleteForMove => "clusterctl.cluster.x-k8s.io/delete-for-move",
+            ReadKey::ClusterName => "cluster.x-k8s.io/cluster-name",
+            ReadKey::DeploymentName => "cluster.x-k8s.io/deployment-name",
+        }
+    }
+
+    fn of(key: &str) -> Option<ReadKey> {
+        ReadKey::ALL.into_iter().find(|k| k.key() == key)
+    }
+}
+
+/// Treats an explicit `null` like an absent field.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A string or null, as [`nullable`] reads it, but borrowed while `read` makes what is kept of
+/// it (null gives `read("")`): a list of thousands of objects then copies only what it keeps.
+pub fn nullable_str<'de, D: Deserializer<'de>, T>(
+    deserializer: D,
+    read: fn(&str) -> T,
+) -> Result<T, D::Error> {
+    struct Str<T>(fn(&str) -> T);
+    impl<'de, T> serde::de::Visitor<'de> for Str<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_none<E>(self) -> Result<T, E> {
+            Ok((self.0)(""))
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+        fn visit_str<E>(self, value: &str) -> Result<T, E> {
+            Ok((self.0)(value))
+        }
+    }
+    deserializer.deserialize_option(Str(read))
+}
 
 /// The metadata the policy reads of an object. Only the annotations and labels it reads are kept
-/// ([`READ_KEYS`]; the other keys are compared without being copied and their values skipped),
+/// ([`ReadKey`]; the other keys are compared without being copied and their values skipped),
 /// `namespace` is checked to be a string but not kept (a listed object's is the list's; a request
 /// object's is read apart, [`namespace_of`]), and owner references are read apart
 /// ([`crate::capi::owners_of`]),
@@ -53,35 +120,29 @@ pub fn namespace_of(object: &Value) -> String {
         .to_string()
 }
 
-/// The values of an annotation or label map under the keys of [`READ_KEYS`], each at its key's
+/// The values of an annotation or label map under the keys of [`ReadKey`], each at its key's
 /// place: a fixed array, so that reading an object allocates no map.
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
-pub struct ReadValues([Option<String>; READ_KEYS.len()]);
+pub struct ReadValues([Option<String>; ReadKey::ALL.len()]);
 
 impl ReadValues {
-    fn slot(key: &str) -> Option<usize> {
-        READ_KEYS.iter().position(|k| *k == key)
+    pub fn get(&self, key: ReadKey) -> Option<&str> {
+        self.0[key as usize].as_deref()
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(Self::slot(key)?)?.as_deref()
-    }
-
-    pub fn contains_key(&self, key: &str) -> bool {
+    pub fn contains_key(&self, key: ReadKey) -> bool {
         self.get(key).is_some()
     }
 
     /// Takes the value out, as a listed object's candidate does.
-    pub fn remove(&mut self, key: &str) -> Option<String> {
-        self.0.get_mut(Self::slot(key)?)?.take()
+    pub fn remove(&mut self, key: ReadKey) -> Option<String> {
+        self.0[key as usize].take()
     }
 
-    /// Sets a read key's value; any other key is not kept, as when decoded.
+    /// Sets a read key's value.
     #[cfg(test)]
-    pub fn insert(&mut self, key: &str, value: String) {
-        if let Some(kept) = Self::slot(key).and_then(|i| self.0.get_mut(i)) {
-            *kept = Some(value);
-        }
+    pub fn insert(&mut self, key: ReadKey, value: String) {
+        self.0[key as usize] = Some(value);
     }
 
     /// How many read keys have a value.
@@ -91,26 +152,26 @@ impl ReadValues {
     }
 }
 
-/// A map key, as the place in [`READ_KEYS`] of the one it is, if any, read without a copy.
-struct ReadKey(Option<usize>);
+/// A map key, as the [`ReadKey`] it is, if any, read without a copy.
+struct MapKey(Option<ReadKey>);
 
-impl<'de> Deserialize<'de> for ReadKey {
+impl<'de> Deserialize<'de> for MapKey {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Key;
         impl serde::de::Visitor<'_> for Key {
-            type Value = ReadKey;
+            type Value = MapKey;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_str<E>(self, key: &str) -> Result<ReadKey, E> {
-                Ok(ReadKey(ReadValues::slot(key)))
+            fn visit_str<E>(self, key: &str) -> Result<MapKey, E> {
+                Ok(MapKey(ReadKey::of(key)))
             }
         }
         deserializer.deserialize_str(Key)
     }
 }
 
-/// An annotation or label map (null is empty) with only the keys of [`READ_KEYS`], whose values
+/// An annotation or label map (null is empty) with only the keys of [`ReadKey`], whose values
 /// must be strings (a key given twice keeps its last value, as a map would).
 fn read_keys<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ReadValues, D::Error> {
     struct Keys;
@@ -127,8 +188,8 @@ fn read_keys<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ReadValues, D
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
             let mut kept = ReadValues::default();
-            while let Some(ReadKey(slot)) = map.next_key()? {
-                match slot.and_then(|i| kept.0.get_mut(i)) {
+            while let Some(MapKey(read)) = map.next_key()? {
+                match read.and_then(|k| kept.0.get_mut(k as usize)) {
                     Some(value) => *value = Some(map.next_value()?),
                     None => {
                         map.next_value::<serde::de::IgnoredAny>()?;
@@ -146,7 +207,7 @@ impl Metadata {
         self.deletion_timestamp.is_some()
     }
 
-    pub fn label(&self, key: &str) -> Option<&str> {
+    pub fn label(&self, key: ReadKey) -> Option<&str> {
         self.labels.get(key)
     }
 }
@@ -169,12 +230,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(meta.annotations.kept(), 1);
-        assert_eq!(meta.annotations.get(CLONED_FROM_NAME), Some("t"));
+        assert_eq!(meta.annotations.get(ReadKey::ClonedFromName), Some("t"));
         assert_eq!(meta.labels.kept(), 1);
-        assert_eq!(
-            meta.label(crate::references::CLUSTER_NAME_LABEL),
-            Some("edge")
-        );
+        assert_eq!(meta.label(ReadKey::ClusterName), Some("edge"));
         // a key that is read must hold a string
         let odd = r#"{"annotations":{"clusterctl.cluster.x-k8s.io/delete-for-move":1}}"#;
         assert!(serde_json::from_str::<Metadata>(odd).is_err());
@@ -217,16 +275,26 @@ mod tests {
             r#"{"labels":{"cluster.x-k8s.io/cluster-name":"a","cluster.x-k8s.io/cluster-name":"b"}}"#,
         )
         .unwrap();
-        let key = crate::references::CLUSTER_NAME_LABEL;
+        let key = ReadKey::ClusterName;
         assert_eq!(meta.label(key), Some("b"));
         assert_eq!(meta.labels.remove(key), Some("b".to_string()));
         assert_eq!(meta.labels.remove(key), None);
         assert_eq!(meta.label(key), None);
-        meta.labels.insert("not-read", "x".into());
         assert_eq!(meta.labels.kept(), 0);
-        assert!(!meta.annotations.contains_key(DELETE_FOR_MOVE));
-        meta.annotations.insert(DELETE_FOR_MOVE, "true".into());
-        assert!(meta.annotations.contains_key(DELETE_FOR_MOVE));
+        assert!(!meta.annotations.contains_key(ReadKey::DeleteForMove));
+        meta.annotations
+            .insert(ReadKey::DeleteForMove, "true".into());
+        assert!(meta.annotations.contains_key(ReadKey::DeleteForMove));
+    }
+
+    /// Every key is at its own place, found from its text.
+    #[test]
+    fn each_read_key_is_found_by_its_text() {
+        for (i, key) in ReadKey::ALL.into_iter().enumerate() {
+            assert_eq!(key as usize, i);
+            assert_eq!(ReadKey::of(key.key()), Some(key));
+        }
+        assert_eq!(ReadKey::of("not-read"), None);
     }
 
     #[rstest::rstest]

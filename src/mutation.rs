@@ -4,10 +4,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::capi::{group_of, is_object_name, owners_of, view_of, Metadata, Object, OwnerReference};
+use crate::capi::{group_of, is_object_name, owners_of, view_of, Object, OwnerReference};
 use crate::catalogue::{self, ReferrerKind, INFRASTRUCTURE_GROUP};
 use crate::error::Error;
 use crate::lookups::Lookups;
+use crate::metadata::Metadata;
 use crate::references::{self, Candidate};
 use crate::settings::Settings;
 
@@ -183,7 +184,9 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::{CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
+    use crate::metadata::ReadKey;
+    const CLONED_FROM_NAME: &str = ReadKey::ClonedFromName.key();
+    const CLONED_FROM_GROUPKIND: &str = ReadKey::ClonedFromGroupKind.key();
     use crate::error::Failure;
     use crate::testing::{fixture, referrer_kind as kind, Memory};
     use rstest::rstest;

@@ -5,17 +5,9 @@
 use serde_json::Value;
 use std::borrow::Cow;
 
-use crate::capi::{Metadata, Object, ObjectRef, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME};
+use crate::capi::{Object, ObjectRef};
 use crate::catalogue::{split_key, ReferrerKind, CLUSTER};
-
-/// The label Cluster API puts on the objects of a Cluster.
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-
-/// The label that makes a MachineSet part of a MachineDeployment: the MachineSet controller finds
-/// its owner by it (`isDeploymentChild`, `getOwnerMachineDeployment` in
-/// core/reconcilers/machineset/machineset_controller.go@v1.14.0, the same in
-/// internal/controllers/machineset@v1.10.9).
-pub const DEPLOYMENT_NAME_LABEL: &str = "cluster.x-k8s.io/deployment-name";
+use crate::metadata::{Metadata, ReadKey};
 
 /// A field of an object that names a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +30,8 @@ pub struct Candidate {
     /// `spec.replicas` and `status.replicas` (the machines it has), MachineSets only.
     pub replicas: Option<i64>,
     pub machines: Option<i64>,
-    /// It carries a non-empty [`DEPLOYMENT_NAME_LABEL`]: a MachineSet of a MachineDeployment.
+    /// It carries a non-empty [`ReadKey::DeploymentName`] label: a MachineSet of a
+    /// MachineDeployment.
     pub in_deployment: bool,
     /// Listed across namespaces (its kind follows the namespaces its references give): the
     /// namespace it is in. `None`: listed in the template's namespace, whose references name
@@ -259,11 +252,11 @@ fn candidate_from(
 ) -> Candidate {
     let cluster = match kind.resource == CLUSTER {
         true => Some(meta.name.clone()),
-        false => cluster.or_else(|| meta.labels.remove(CLUSTER_NAME_LABEL)),
+        false => cluster.or_else(|| meta.labels.remove(ReadKey::ClusterName)),
     };
     let in_deployment = meta
         .labels
-        .remove(DEPLOYMENT_NAME_LABEL)
+        .remove(ReadKey::DeploymentName)
         .is_some_and(|name| !name.is_empty());
     Candidate {
         name: std::mem::take(&mut meta.name),
@@ -362,7 +355,7 @@ pub fn scan(object: &Object) -> Vec<NamedTemplate> {
 
 /// The Cluster a scanned object belongs to: its cluster-name label.
 pub fn cluster_label(meta: &Metadata) -> Option<String> {
-    meta.label(CLUSTER_NAME_LABEL).map(str::to_string)
+    meta.label(ReadKey::ClusterName).map(str::to_string)
 }
 
 /// The template an object was cloned from, as its cloned-from annotations name it: the name and
@@ -371,13 +364,13 @@ pub fn cloned_from(meta: &Metadata) -> Option<ObjectRef> {
     take_cloned(&mut meta.clone()).map(|named| named.reference)
 }
 
-/// Where a Metal3Machine names its template: [`CLONED_FROM_NAME`].
+/// Where a Metal3Machine names its template: [`ReadKey::ClonedFromName`].
 const CLONED_FIELD: &str = "metadata.annotations[cluster.x-k8s.io/cloned-from-name]";
 
 /// Metal3Machine: the template named by its cloned-from annotations ([`cloned_from`]), taken out
 /// of them.
 fn take_cloned(meta: &mut Metadata) -> Option<NamedTemplate> {
-    let mut kind = meta.annotations.remove(CLONED_FROM_GROUPKIND)?;
+    let mut kind = meta.annotations.remove(ReadKey::ClonedFromGroupKind)?;
     let dot = kind.find('.')?;
     let group = kind[dot + 1..].to_string();
     kind.truncate(dot);
@@ -387,7 +380,7 @@ fn take_cloned(meta: &mut Metadata) -> Option<NamedTemplate> {
             api_version: None,
             api_group: Some(group),
             kind,
-            name: meta.annotations.remove(CLONED_FROM_NAME)?,
+            name: meta.annotations.remove(ReadKey::ClonedFromName)?,
             namespace: None,
         },
     })

@@ -5,9 +5,10 @@
 
 use serde_json::{Map, Value};
 
-use crate::capi::{is_dns_subdomain, CLONED_FROM_GROUPKIND, CLONED_FROM_NAME, DELETE_FOR_MOVE};
+use crate::capi::is_dns_subdomain;
 use crate::catalogue::{self, TemplateClass, VersionSetting, V1BETA1, V1BETA2};
 use crate::error::{Error, KeyProblem, NoTemplateProblem};
+use crate::metadata::ReadKey;
 
 pub const DEFAULT_NODE_REUSE_ANNOTATION: &str = "capi-template-guard.kubewarden.io/node-reuse";
 pub const DEFAULT_SOURCE_TEMPLATE_ANNOTATION: &str =
@@ -354,7 +355,7 @@ pub fn is_reserved_annotation_key(key: &str) -> bool {
                     .is_some_and(|sub| sub.ends_with('.'))
         })
     });
-    reserved_prefix || [CLONED_FROM_NAME, CLONED_FROM_GROUPKIND, DELETE_FOR_MOVE].contains(&key)
+    reserved_prefix || ReadKey::ALL.iter().any(|read| read.key() == key)
 }
 
 impl Settings {

@@ -296,7 +296,7 @@ pub struct ReferrerKind {
     /// Still keeps its template while its Cluster is being deleted or gone (row 6 skips it).
     pub kept_through_cluster_deletion: bool,
     /// An old MachineSet of a MachineDeployment scaled to zero with no machines left keeps
-    /// nothing (unless `countScaledDownMachineSets`); see [`crate::references::Candidate::retired`].
+    /// nothing (unless `countScaledDownMachineSets`), as `Candidate::retired` decides.
     pub scaled_down_keeps_nothing: bool,
     /// The versions at which its controller reads a template at the namespace the reference
     /// gives (an empty one is the referrer's own): read there, the kind is listed cluster-wide

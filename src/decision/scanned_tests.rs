@@ -45,7 +45,7 @@ fn a_name_only_reference_of_a_known_kind_keeps_its_template(
 /// A MachineSet of MachineDeployment `md`.
 fn machine_set(deleting: bool, replicas: Value, machines: Value) -> Value {
     let mut meta =
-        json!({"name": "ms", "labels": {crate::references::DEPLOYMENT_NAME_LABEL: "md"}});
+        json!({"name": "ms", "labels": {crate::metadata::ReadKey::DeploymentName.key(): "md"}});
     if deleting {
         meta["deletionTimestamp"] = json!("2026-12-01T00:00:00Z");
     }

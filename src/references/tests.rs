@@ -6,6 +6,11 @@ use crate::testing::{fixture, masked, referrer_kind as kind};
 use rstest::rstest;
 use serde_json::json;
 
+const CLUSTER_NAME_LABEL: &str = ReadKey::ClusterName.key();
+const DEPLOYMENT_NAME_LABEL: &str = ReadKey::DeploymentName.key();
+const CLONED_FROM_NAME: &str = ReadKey::ClonedFromName.key();
+const CLONED_FROM_GROUPKIND: &str = ReadKey::ClonedFromGroupKind.key();
+
 fn fields_of(kind_name: &str, object: &Object) -> Vec<(String, String)> {
     let mut fields: Vec<(String, String)> = candidate_of(kind(kind_name), object)
         .unwrap()
@@ -393,7 +398,7 @@ fn metal3_machine_clone_source(#[case] groupkind: &str, #[case] expected: Option
     machine
         .metadata
         .annotations
-        .insert(CLONED_FROM_GROUPKIND, groupkind.into());
+        .insert(ReadKey::ClonedFromGroupKind, groupkind.into());
     let candidate = candidate_of(kind("Metal3Machine"), &machine).unwrap();
     let annotation = candidate
         .named
