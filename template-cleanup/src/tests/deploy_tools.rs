@@ -370,7 +370,7 @@ fn broken_sites(body_json: Value) -> (u16, Vec<u8>) {
 #[case::not_helms_encoding(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}, "data": {"release": "ISE="}})), "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is not Helm's base64 (Invalid symbol 33, offset 0.)")]
 #[case::another_type(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}, "data": {}})), "its Secret sh.helm.release.v1.sites.v2 is of type \"Opaque\", not helm.sh/release.v1")]
 #[case::no_data(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}})), "its Secret sh.helm.release.v1.sites.v2 has no data.release")]
-#[case::gzip_bomb(bomb(), "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is larger than 32 MiB once decompressed, more than any release Helm writes")]
+#[case::gzip_bomb(bomb(), "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is larger than 16 MiB once decompressed, more than any release Helm writes")]
 #[tokio::test]
 async fn a_release_that_cannot_be_read_keeps_its_namespaces_templates(
     #[case] answer: (u16, Vec<u8>),
@@ -439,7 +439,7 @@ async fn a_release_that_cannot_be_read_keeps_its_namespaces_templates(
     assert_eq!(gets, 2);
 }
 
-/// A few kilobytes of gzip that inflate past the 32 MiB cap: the start of a release JSON whose
+/// A few kilobytes of gzip that inflate past the 16 MiB cap: the start of a release JSON whose
 /// manifest never ends, so that only the cap stops it.
 fn bomb() -> (u16, Vec<u8>) {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
