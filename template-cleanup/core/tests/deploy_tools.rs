@@ -324,7 +324,10 @@ fn hostile_manifests_are_read_within_bounds() {
     let e = release_from_secret("edge", "s", &text, MAX_RELEASE_BYTES).unwrap_err();
     assert!(e.starts_with("Helm release Secret edge/s: manifest document #1 may hold 6000011 YAML nodes, more than the 100000 a template document is read with."), "{e}");
     // 15 million items (30 MB) are refused before the manifest is held whole
-    let huge = helm_text(&release(&flow_list("Metal3MachineTemplate", 15_000_000)), true);
+    let huge = helm_text(
+        &release(&flow_list("Metal3MachineTemplate", 15_000_000)),
+        true,
+    );
     let e = release_from_secret("edge", "s", &huge, MAX_RELEASE_BYTES).unwrap_err();
     assert!(e.contains("larger than 16 MiB once decompressed"), "{e}");
     let other = format!("{}---\n{MANIFEST}", flow_list("ConfigMap", big));
