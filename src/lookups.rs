@@ -220,66 +220,13 @@ impl<'a> HostLookups<'a> {
         )
     }
 
-    /// The answer for a listed object whose fields do not have the shape their paths promise.
-    fn bad_field(
-        &self,
-        kind: &'static ReferrerKind,
-        version: &str,
-        name: &str,
-        error: BadField,
-    ) -> LookupError {
-        LookupError {
-            lookup: Lookup::List {
-                api_version: kind.resource.api_version(version),
-                resource: &kind.resource,
-                namespace: self.namespace.to_string(),
-            },
-            failure: Failure::Unreadable,
-            detail: format!(
-                "{} {name}: {} is not {}",
-                kind.kind(),
-                error.field,
-                error.expected
-            ),
+    /// The list of `kind` at `version` in the template's namespace.
+    fn list_lookup(&self, kind: &'static ReferrerKind, version: &str) -> Lookup {
+        Lookup::List {
+            api_version: kind.resource.api_version(version),
+            resource: &kind.resource,
+            namespace: self.namespace.to_string(),
         }
-    }
-
-    /// The objects of `kind`, read at `version` where its controller follows the namespace a
-    /// reference gives: listed in every namespace (one call, as in the template's namespace),
-    /// each candidate saying where it is, so that the decision resolves its references
-    /// ([`references::resolves_to`]).
-    fn referrers_across_namespaces(
-        &self,
-        kind: &'static ReferrerKind,
-        version: &'static str,
-    ) -> Result<Vec<Candidate>, LookupError> {
-        let candidates = host::list_across_namespaces(
-            self.host,
-            &kind.resource,
-            kind.masks(),
-            version,
-            |mut object, namespace| {
-                references::take_candidate(kind, &mut object)
-                    .map(|candidate| Candidate {
-                        namespace: Some(namespace),
-                        ..candidate
-                    })
-                    .map_err(|e| (e, object.metadata.name))
-            },
-        )?;
-        candidates
-            .into_iter()
-            .map(|candidate| {
-                candidate.map_err(|(e, name)| {
-                    let mut error = self.bad_field(kind, version, &name, e);
-                    error.lookup = Lookup::ListAll {
-                        api_version: kind.resource.api_version(version),
-                        resource: &kind.resource,
-                    };
-                    error
-                })
-            })
-            .collect()
     }
 
     /// Whether an installed kind is scanned for a template of `class`.
@@ -312,6 +259,26 @@ impl<'a> HostLookups<'a> {
     }
 }
 
+/// The answer for an object of `kind`, read by `lookup`, whose fields do not have the shape
+/// their paths promise.
+fn bad_field(
+    lookup: Lookup,
+    kind: &'static ReferrerKind,
+    name: &str,
+    error: BadField,
+) -> LookupError {
+    LookupError {
+        lookup,
+        failure: Failure::Unreadable,
+        detail: format!(
+            "{} {name}: {} is not {}",
+            kind.kind(),
+            error.field,
+            error.expected
+        ),
+    }
+}
+
 impl Lookups for HostLookups<'_> {
     fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
         let version = match self.at(&kind.resource)? {
@@ -321,17 +288,42 @@ impl Lookups for HostLookups<'_> {
             At::Unknown(_) if !kind.cloned_from => return Ok(vec![]),
             At::Unknown(served) => return Err(self.unreadable_version(&kind.resource, &served)),
         };
-        if kind.follows_reference_namespace(version) {
-            return self.referrers_across_namespaces(kind, version);
-        }
         // Each object becomes its candidate as soon as it is decoded, and is dropped.
-        let at = (version, self.namespace);
-        let candidates = host::list(self.host, &kind.resource, kind.masks(), at, |mut object| {
-            references::take_candidate(kind, &mut object).map_err(|e| (e, object.metadata.name))
-        })?;
+        let candidate = |mut object: Object, namespace: Option<String>| {
+            references::take_candidate(kind, &mut object)
+                .map(|candidate| Candidate {
+                    namespace,
+                    ..candidate
+                })
+                .map_err(|e| (e, object.metadata.name))
+        };
+        // Where its controller follows the namespace a reference gives, the kind is listed in
+        // every namespace (one call, as in the template's), each candidate saying where it is,
+        // so that the decision resolves its references ([`references::resolves_to`]).
+        let (candidates, lookup) = if kind.follows_reference_namespace(version) {
+            let masks = kind.masks();
+            let listed = host::list_across_namespaces(
+                self.host,
+                &kind.resource,
+                masks,
+                version,
+                |o, ns| candidate(o, Some(ns)),
+            )?;
+            let lookup = Lookup::ListAll {
+                api_version: kind.resource.api_version(version),
+                resource: &kind.resource,
+            };
+            (listed, lookup)
+        } else {
+            let at = (version, self.namespace);
+            let listed = host::list(self.host, &kind.resource, kind.masks(), at, |o| {
+                candidate(o, None)
+            })?;
+            (listed, self.list_lookup(kind, version))
+        };
         candidates
             .into_iter()
-            .map(|candidate| candidate.map_err(|(e, name)| self.bad_field(kind, version, &name, e)))
+            .map(|c| c.map_err(|(e, name)| bad_field(lookup.clone(), kind, &name, e)))
             .collect()
     }
 
@@ -404,7 +396,7 @@ impl Lookups for HostLookups<'_> {
         found
             .map(|object| {
                 references::candidate_of(kind, &object)
-                    .map_err(|e| self.bad_field(kind, version, name, e))
+                    .map_err(|e| bad_field(self.list_lookup(kind, version), kind, name, e))
             })
             .transpose()
     }
