@@ -465,9 +465,7 @@ pub fn check_caller(name: &str, guard: &Guard, username: &str) -> Result<(), Ref
 /// ([`Rule::covers_delete`]). Otherwise the pass would collect nothing of it and exit 0 forever.
 pub fn check_named_coverage(guard: &Guard, served: &[Served]) -> Result<(), Refusal> {
     let named = |s: &Served| {
-        s.namespaced
-            && s.kind.kind.ends_with("Template")
-            && !s.kind.plural.contains('/')
+        s.is_template()
             && guard
                 .rules
                 .iter()
@@ -511,6 +509,14 @@ pub struct Served {
     pub preferred: bool,
 }
 
+impl Served {
+    /// A namespaced `*Template` kind, not a subresource: the only kinds a pass may collect,
+    /// whatever a wildcard rule sends to the guard.
+    pub fn is_template(&self) -> bool {
+        self.namespaced && self.kind.kind.ends_with("Template") && !self.kind.plural.contains('/')
+    }
+}
+
 /// The groups the guard's rules name, whatever their operations (`*` cannot be resolved and is
 /// skipped): discovery reads them all, so that rules which name template kinds but do not send
 /// their DELETE are seen ([`check_named_coverage`]) instead of collecting nothing.
@@ -531,9 +537,7 @@ pub fn rule_groups(guard: &Guard) -> Vec<String> {
 /// template-cleanup delete Machines.
 pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<ServedKind> {
     let covered = |s: &&Served| {
-        s.namespaced
-            && s.kind.kind.ends_with("Template")
-            && !s.kind.plural.contains('/')
+        s.is_template()
             && guard
                 .rules
                 .iter()

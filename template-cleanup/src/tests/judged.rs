@@ -19,19 +19,25 @@ fn deletes(seen: &[Seen]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// Only `free` listed, and twelve MachineDeployments naming templates that do not exist, sorted
+/// before one that names `in-use`.
+fn stuck_rollout() -> Fake {
+    let mut fake = only_free();
+    let mut deployments: Vec<Value> = (0..12)
+        .map(|i| deployment(&format!("a-missing-{i:02}")))
+        .collect();
+    deployments.push(deployment("in-use"));
+    fake.deployments = Some(deployments);
+    fake
+}
+
 /// Twelve MachineDeployments of a stuck rollout name templates that do not exist, sorted before
 /// the one in use: none of them counts against a bound, the probe reaches `in-use`, and a guard
 /// whose pods let its dry-run DELETE through (monitor mode) stops the pass before any DELETE.
 /// With a bound of ten tries, the pass said "no probe possible" and deleted `free`.
 #[tokio::test]
 async fn missing_targets_do_not_use_up_the_probe() {
-    let mut fake = every_answer();
-    fake.templates.retain(|t| t["metadata"]["name"] == "free");
-    let mut deployments: Vec<Value> = (0..12)
-        .map(|i| deployment(&format!("a-missing-{i:02}")))
-        .collect();
-    deployments.push(deployment("in-use"));
-    fake.deployments = Some(deployments);
+    let mut fake = stuck_rollout();
     fake.deletes.insert(
         "in-use",
         Some((200, template("in-use", "2026-01-01T00:00:00Z"))),
@@ -55,13 +61,7 @@ async fn missing_targets_do_not_use_up_the_probe() {
 /// The same stuck rollout with the guard judging: the probe passes and `free` is deleted.
 #[tokio::test]
 async fn missing_targets_then_a_live_one_prove_the_guard() {
-    let mut fake = every_answer();
-    fake.templates.retain(|t| t["metadata"]["name"] == "free");
-    let mut deployments: Vec<Value> = (0..12)
-        .map(|i| deployment(&format!("a-missing-{i:02}")))
-        .collect();
-    deployments.push(deployment("in-use"));
-    fake.deployments = Some(deployments);
+    let fake = stuck_rollout();
     let (report, seen) = pass(fake, false).await;
     assert!(
         report
