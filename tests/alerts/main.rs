@@ -36,9 +36,9 @@ fn yaml(path: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{} does not parse as YAML: {e}", path.display()))
 }
 
-/// The unit-test files of this folder, sorted.
-fn unit_tests() -> Vec<PathBuf> {
-    let dir = root().join("tests/alerts");
+/// The YAML files of `dir` (under the repository), sorted.
+fn yaml_files(dir: &str) -> Vec<PathBuf> {
+    let dir = root().join(dir);
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .flatten()
@@ -46,7 +46,13 @@ fn unit_tests() -> Vec<PathBuf> {
         .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "{} holds no unit tests", dir.display());
+    files
+}
+
+/// The unit-test files of this folder, sorted.
+fn unit_tests() -> Vec<PathBuf> {
+    let files = yaml_files("tests/alerts");
+    assert!(!files.is_empty(), "tests/alerts holds no unit tests");
     files
 }
 
@@ -62,15 +68,7 @@ fn rule_groups() -> Value {
 
 /// The rule files of `fixtures/`, sorted.
 fn fixtures() -> Vec<PathBuf> {
-    let dir = root().join("tests/alerts/fixtures");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
-    files
+    yaml_files("tests/alerts/fixtures")
 }
 
 fn alert_names() -> BTreeSet<String> {
