@@ -1,5 +1,5 @@
 # capi-template-guard: Kubewarden policy build, test and evaluation targets.
-SOURCE_FILES := $(shell find src -type f -name '*.rs') Cargo.toml Cargo.lock
+SOURCE_FILES := $(shell find src guard/src -type f -name '*.rs') Cargo.toml guard/Cargo.toml Cargo.lock
 TESTHOST_FILES := $(shell find testhost bench-floor -type f -name '*.rs' -o -name Cargo.toml)
 KWCTL ?= kwctl
 TESTHOST := target/testhost/testhost

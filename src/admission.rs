@@ -2,15 +2,15 @@
 
 use serde_json::Value;
 
-use crate::capi::{view_of, AdmissionRequest, Object, Template};
-use crate::catalogue::{self, INFRASTRUCTURE_GROUP};
-use crate::decision::{self, Decision};
 use crate::host::Host;
 use crate::lookups::HostLookups;
-use crate::message;
-use crate::metadata::namespace_of;
-use crate::mutation;
-use crate::settings::Settings;
+use guard::capi::{view_of, AdmissionRequest, Object, Template};
+use guard::catalogue::{self, INFRASTRUCTURE_GROUP};
+use guard::decision::{self, Decision};
+use guard::message;
+use guard::metadata::namespace_of;
+use guard::mutation;
+use guard::settings::Settings;
 
 /// Status code of a rejection because the template is still in use.
 pub const CODE_IN_USE: u16 = 409;

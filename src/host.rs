@@ -12,9 +12,9 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 
 use std::collections::BTreeSet;
 
-use crate::capi::{read_list, Kinded, Object};
-use crate::catalogue::Resource;
-use crate::error::{Failure, Lookup, LookupError, Scanned};
+use guard::capi::{read_list, Kinded, Object};
+use guard::catalogue::Resource;
+use guard::error::{Failure, Lookup, LookupError, Scanned};
 
 pub trait Host {
     fn list_resources_by_namespace(
@@ -208,7 +208,7 @@ pub fn can_i_list(user: &str, api_version: &str, plural: &str, namespace: &str) 
                 "system:authenticated".to_string(),
             ]),
             resource_attributes: ResourceAttributes {
-                group: Some(crate::capi::group_of(api_version).to_string()),
+                group: Some(guard::capi::group_of(api_version).to_string()),
                 name: None,
                 namespace: Some(namespace.to_string()),
                 resource: plural.to_string(),
@@ -243,7 +243,7 @@ pub fn may_list(
         plural: plural.to_string(),
         namespace: namespace.to_string(),
     }));
-    let group = crate::capi::group_of(api_version);
+    let group = guard::capi::group_of(api_version);
     let bytes = host.can_i(&request).map_err(|text| match classify(&text) {
         Failure::CapabilityDenied => failed(lookup.clone(), &text),
         // The SubjectAccessReview itself failed (no `create` on subjectaccessreviews, the API
@@ -302,7 +302,7 @@ struct InNamespace {
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
 struct NamespaceOf {
-    #[serde(deserialize_with = "crate::metadata::nullable")]
+    #[serde(deserialize_with = "guard::metadata::nullable")]
     namespace: String,
 }
 
@@ -390,7 +390,7 @@ pub fn list_all<T: Kinded>(
         kind: resource.kind.to_string(),
         label_selector: None,
         field_selector: None,
-        field_masks: Some(crate::catalogue::masks_of(resource)),
+        field_masks: Some(guard::catalogue::masks_of(resource)),
     };
     let answer = host.list_all_resources(&request);
     let lookup = Lookup::ListAll {
@@ -456,9 +456,9 @@ pub fn get(host: &dyn Host, get: Get<'_>) -> Result<Option<Object>, LookupError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::Object;
-    use crate::catalogue::{cluster_kind, CLUSTER, REFERRERS};
     use crate::testing::FakeHost;
+    use guard::capi::Object;
+    use guard::catalogue::{cluster_kind, CLUSTER, REFERRERS};
     use rstest::rstest;
 
     #[rstest]
@@ -559,7 +559,7 @@ mod tests {
             "controlplane.cluster.x-k8s.io/v1beta3".into(),
             "FooControlPlane",
             "foocontrolplanes",
-            crate::catalogue::SCAN_MASKS
+            guard::catalogue::SCAN_MASKS
                 .iter()
                 .map(|m| m.to_string())
                 .collect(),
@@ -571,7 +571,7 @@ mod tests {
             (error.lookup.kind(), error.lookup.plural()),
             ("FooControlPlane", "foocontrolplanes")
         );
-        assert_eq!(host.sent_masks(0), crate::catalogue::SCAN_MASKS);
+        assert_eq!(host.sent_masks(0), guard::catalogue::SCAN_MASKS);
     }
 
     #[rstest]

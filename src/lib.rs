@@ -10,20 +10,10 @@
 //! references (what an object names), settings, message (every sentence) and error serve them.
 
 mod admission;
-mod capi;
-mod catalogue;
-mod crds;
-mod decision;
-mod error;
 #[cfg(test)]
 mod fuzz;
 mod host;
 mod lookups;
-mod message;
-mod metadata;
-mod mutation;
-mod references;
-mod settings;
 #[cfg(test)]
 mod testing;
 
@@ -33,7 +23,8 @@ use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use wapc_guest::{self as guest, CallResult};
 
 use admission::Outcome;
-use error::Error;
+use guard::error::Error;
+use guard::{capi, message, settings};
 use host::{Host, WapcHost};
 
 #[no_mangle]

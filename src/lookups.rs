@@ -10,64 +10,14 @@
 
 use std::collections::BTreeSet;
 
-use crate::capi::Object;
-use crate::catalogue::{self, ReferrerKind, Resource, TemplateClass, CRD, REFERRERS};
-use crate::crds::{installed_kinds, newest, CrdView, Installed};
-use crate::error::{Failure, Lookup, LookupError};
 use crate::host::{self, Get, Host, Read};
-use crate::references::{self, BadField, Candidate};
-use crate::settings::{Settings, VersionChoice};
-
-/// What is known of one owning Cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClusterState {
-    Live,
-    Deleting,
-    Gone,
-}
-
-/// The objects of one kind the catalogue does not know whole, listed for a scan.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Scanned {
-    pub kind: String,
-    /// The catalogue's entry when the kind is one it knows, served only at versions it does not:
-    /// the decision then applies the entry's implied kinds and keeper rules where the fields
-    /// read the same.
-    pub known: Option<&'static ReferrerKind>,
-    pub objects: Vec<Object>,
-}
-
-/// The decision and the mutation ask through this trait; `HostLookups` answers from the host,
-/// tests from memory. Every lookup is in the namespace of the request.
-pub trait Lookups {
-    /// The objects of `kind`; none when the kind is not installed, or when its CRD serves only
-    /// versions the policy cannot read (then [`Lookups::scanned`] reads it).
-    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError>;
-
-    /// The installed kinds that may name a template of `class` and that the catalogue cannot
-    /// read field by field, each listed whole for a scan: kinds it does not know in the class's
-    /// scanned groups, known kinds served only at versions it does not know, and CRDs named like
-    /// a catalogue entry that declare another kind. Sorted by kind.
-    fn scanned(
-        &mut self,
-        class: TemplateClass,
-        node_reuse: bool,
-    ) -> Result<Vec<Scanned>, LookupError>;
-
-    /// One object of `kind` by name (the owner of a new machine), as the decision would see it.
-    fn referrer(
-        &mut self,
-        kind: &'static ReferrerKind,
-        name: &str,
-    ) -> Result<Option<Candidate>, LookupError>;
-
-    /// The state of the Cluster `name`.
-    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError>;
-
-    /// The Metal3MachineTemplate `name`, read past the cache: it may have been created a moment
-    /// ago.
-    fn metal3_machine_template(&mut self, name: &str) -> Result<Option<Object>, LookupError>;
-}
+use guard::capi::Object;
+use guard::catalogue::{self, ReferrerKind, Resource, TemplateClass, CRD, REFERRERS};
+use guard::crds::{installed_kinds, newest, CrdView, Installed};
+use guard::error::{Failure, Lookup, LookupError};
+use guard::lookups::{ClusterState, Lookups, Scanned};
+use guard::references::{self, BadField, Candidate};
+use guard::settings::{Settings, VersionChoice};
 
 /// Where a catalogue kind can be read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! shaped as the API server sends them.
 
 use super::*;
-use crate::testing::{fixture, list_of, FakeHost};
+use crate::testing::{list_of, FakeHost};
+use guard::testing::fixture;
 use serde_json::{json, Value};
 
 const V1_MD: &str = "cluster.x-k8s.io/v1beta1";

@@ -3,7 +3,7 @@
 (test_data/sessions/) that e2e.bats replays, from the objects in test_data/objects/.
 
 Sessions follow kwctl's replay format: a YAML list of exchanges, replayed strictly in order and
-matched exactly, so the field masks below must be the ones the policy sends (src/catalogue/,
+matched exactly, so the field masks below must be the ones the policy sends (guard/src/catalogue/,
 written to catalogue.json by a unit test). A list answer holds the objects as the policy server
 returns them: metadata plus masked fields. Every session that makes a lookup starts with the
 cluster-wide CRD list, from which the policy learns the installed kinds and their versions.
@@ -20,7 +20,7 @@ NS = "edge-sites"
 CAPI, CP, INFRA, BOOT = ("cluster.x-k8s.io", "controlplane.cluster.x-k8s.io",
                          "infrastructure.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io")
 
-# Groups and field masks come from the policy's catalogue (src/catalogue/), which a unit test
+# Groups and field masks come from the policy's catalogue (guard/src/catalogue/), which a unit test
 # writes to catalogue.json: the sessions replay exactly what the policy sends.
 CATALOGUE = json.loads((HERE / "catalogue.json").read_text())
 MASKS = {kind: entry["masks"] for kind, entry in CATALOGUE.items()}

@@ -35,9 +35,9 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::catalogue::{self, CRD};
 use crate::host::Host;
-use crate::message::MAX_WARNING;
+use guard::catalogue::{self, CRD};
+use guard::message::MAX_WARNING;
 
 mod host;
 mod strategies;

@@ -1,10 +1,11 @@
 //! The host answer of the lookups: versions from the CRDs, the scan, masks and reads.
 use super::*;
-use crate::catalogue::{
+use crate::testing::{list_of, FakeHost};
+use guard::catalogue::{
     VersionSetting, CAPI_GROUP, CONTROL_PLANE_GROUP, ETCD_GROUP, INFRASTRUCTURE_GROUP, V1BETA1,
     V1BETA2,
 };
-use crate::testing::{list_of, referrer_kind, FakeHost};
+use guard::testing::referrer_kind;
 use rstest::rstest;
 
 /// The version a MachineSet list is sent at, or the failure, for what its CRD serves and

@@ -8,7 +8,7 @@ use super::*;
 /// name no template (teutonet's, the nested provider's) are never listed.
 #[test]
 fn an_unknown_kind_can_be_declared_to_name_no_template() {
-    const CP_GROUP: &str = crate::catalogue::CONTROL_PLANE_GROUP;
+    const CP_GROUP: &str = guard::catalogue::CONTROL_PLANE_GROUP;
     let foo = "controlplane.cluster.x-k8s.io/v1alpha1";
     let installed = |host: FakeHost| {
         empty_v1_namespace(
@@ -62,7 +62,7 @@ fn an_unknown_kind_can_be_declared_to_name_no_template() {
 #[test]
 fn an_ungranted_scan_is_refused_before_its_list() {
     let foo = "controlplane.cluster.x-k8s.io/v1alpha1";
-    let group = crate::catalogue::CONTROL_PLANE_GROUP;
+    let group = guard::catalogue::CONTROL_PLANE_GROUP;
     // A namespace with no objects, in a cluster with FooControlPlane installed.
     let with_foo = || {
         empty_v1_namespace(FakeHost::v1beta1_only().install_crd(

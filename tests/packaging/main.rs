@@ -291,7 +291,7 @@ fn resources(list: &Value, what: &str) -> BTreeSet<ContextAwareResource> {
 }
 
 /// The plural resource name of a kind the policy reads, from the policy's own catalogue
-/// (test_data/catalogue.json, kept in sync with src/catalogue/ by a unit test): one pluralizer.
+/// (test_data/catalogue.json, kept in sync with guard/src/catalogue/ by a unit test): one pluralizer.
 fn plural_of(kind: &str) -> String {
     let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
         .expect("test_data/catalogue.json is JSON");

@@ -11,7 +11,7 @@ fn no_file_is_longer_than_a_reader_takes_in() {
     let files = repository_files(&root);
     for expected in [
         "docs/design.md",
-        "src/decision/mod.rs",
+        "guard/src/decision/mod.rs",
         "testhost/src/bench.rs",
     ] {
         assert!(files.contains(expected), "{expected} not seen");

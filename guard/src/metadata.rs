@@ -91,6 +91,9 @@ pub fn nullable_str<'de, D: Deserializer<'de>, T>(
 /// ([`crate::capi::owners_of`]),
 /// for the objects of a request only: a list of thousands of objects then decodes no more than the
 /// decision uses.
+// The private unit field checks the namespace's type while reading; it is not there to keep
+// the struct non-exhaustive.
+#[allow(clippy::manual_non_exhaustive)]
 #[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Metadata {

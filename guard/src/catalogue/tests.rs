@@ -103,7 +103,7 @@ fn catalogue_json_is_in_sync() {
         "{}\n",
         serde_json::to_string_pretty(&serde_json::Value::Object(kinds)).unwrap()
     );
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test_data/catalogue.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../test_data/catalogue.json");
     if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
         std::fs::write(path, &text).unwrap();
         panic!(
@@ -137,7 +137,7 @@ fn guarded_json_is_in_sync() {
         "{}\n",
         serde_json::to_string_pretty(&serde_json::Value::Array(entries)).unwrap()
     );
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test_data/guarded.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../test_data/guarded.json");
     if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
         std::fs::write(path, &text).unwrap();
         panic!("{path} was stale and has been rewritten: commit it");
