@@ -358,6 +358,38 @@ impl Template {
         if !old_object.is_object() {
             return Err(Error::NoOldObject);
         }
+        let namespace = if request.namespace.is_empty() {
+            crate::metadata::namespace_of(old_object)
+        } else {
+            request.namespace.clone()
+        };
+        let (group, kind) = (&request.kind.group, &request.kind.kind);
+        Template::read(group, kind, class, &request.name, namespace, old_object)
+    }
+
+    /// Reads a guarded template of `group` and `kind` from the object itself, as a client that
+    /// listed or read it sees it (template-cleanup asks the decision about it).
+    pub fn from_object(
+        group: &str,
+        kind: &str,
+        class: TemplateClass,
+        object: &Value,
+    ) -> Result<Template, Error> {
+        if !object.is_object() {
+            return Err(Error::NoOldObject);
+        }
+        let namespace = crate::metadata::namespace_of(object);
+        Template::read(group, kind, class, "", namespace, object)
+    }
+
+    fn read(
+        group: &str,
+        kind: &str,
+        class: TemplateClass,
+        request_name: &str,
+        namespace: String,
+        old_object: &Value,
+    ) -> Result<Template, Error> {
         let unreadable = |e: serde_json::Error| Error::UnreadableOldObject(e.to_string());
         let meta = view_of::<DeletedTemplate>(old_object)
             .map_err(unreadable)?
@@ -374,20 +406,14 @@ impl Template {
             .collect();
         cluster_owners.sort();
         cluster_owners.dedup();
-        let name = match (meta.name.as_str(), request.name.as_str()) {
+        let name = match (meta.name.as_str(), request_name) {
             ("", "") => return Err(Error::Unnamed),
             ("", name) | (name, _) => name,
         };
-        let namespace = if request.namespace.is_empty() {
-            crate::metadata::namespace_of(old_object)
-        } else {
-            request.namespace.clone()
-        };
-        let (group, kind) = (&request.kind.group, &request.kind.kind);
         Ok(Template {
             reference: TemplateRef {
-                group: group.clone(),
-                kind: kind.clone(),
+                group: group.to_string(),
+                kind: kind.to_string(),
                 name: name.to_string(),
             },
             class,

@@ -3,7 +3,7 @@
 //! [`Lookups`] port. Built for tests only (`cfg(test)` or the `testing` feature).
 
 use crate::capi::Object;
-use crate::catalogue::{resources_read, ReferrerKind, Resource, TemplateClass, REFERRERS};
+use crate::catalogue::{resources_read, ReferrerKind, Resource, TemplateClass};
 use crate::error::{Failure, Lookup, LookupError};
 use crate::lookups::{ClusterState, Lookups, Scanned};
 use crate::references::Candidate;
@@ -20,9 +20,7 @@ pub fn fixture<T: DeserializeOwned>(path: &str) -> T {
 
 /// The catalogue entry of a referrer kind, by kind name.
 pub fn referrer_kind(name: &str) -> &'static ReferrerKind {
-    REFERRERS
-        .iter()
-        .find(|k| k.kind() == name)
+    crate::catalogue::referrer_named(name)
         .unwrap_or_else(|| panic!("{name} is not in the catalogue"))
 }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use guard::settings::Settings;
 use kube::api::ApiResource;
 use template_cleanup_core::answer::{
     classify, not_found_elsewhere, webhook_unreachable, Refused, TemplateOutcome,
@@ -203,12 +204,16 @@ fn classify_delete(guard: &str, template: &ListedTemplate, refused: &Refused) ->
 /// The guard's ClusterAdmissionPolicy and ValidatingWebhookConfiguration, read and checked:
 /// before the first DELETE and at every re-check. `context` opens the message of a webhook that
 /// cannot be read.
-async fn read_guard(cluster: &Cluster, name: &str, context: &str) -> Result<Guard, String> {
+async fn read_guard(
+    cluster: &Cluster,
+    name: &str,
+    context: &str,
+) -> Result<(Guard, Settings), String> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), name)
         .await
         .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {name}: {e}."))?;
-    check_policy(name, policy.as_ref()).map_err(|r| r.to_string())?;
+    let settings = check_policy(name, policy.as_ref()).map_err(|r| r.to_string())?;
     let configuration = webhook_configuration_name(name);
     let webhook = cluster
         .get_cluster_object(&validating_webhook_configuration(), &configuration)
@@ -216,29 +221,29 @@ async fn read_guard(cluster: &Cluster, name: &str, context: &str) -> Result<Guar
         .map_err(|e| {
             format!("{context}cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
         })?;
-    check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())
+    let guard = check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())?;
+    Ok((guard, settings))
 }
 
 /// The pre-flight's reads and checks again, and the probe, trying the last proof's template
 /// first. Any difference from what the pass began with is a change.
 async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
-    let guard = read_guard(cluster, &o.guard, "").await?;
+    let (guard, settings) = read_guard(cluster, &o.guard, "").await?;
     let configuration = webhook_configuration_name(&o.guard);
     if guard != checked.guard {
         return Err(format!(
             "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
         ));
     }
-    probe::run(
-        cluster,
-        &o.guard,
-        &checked.served,
-        &checked.kinds,
-        o.namespaces.as_deref(),
-        &guard.unseen,
-        checked.target.as_ref(),
-    )
-    .await
+    let scope = probe::Scope {
+        guard: &o.guard,
+        served: &checked.served,
+        kinds: &checked.kinds,
+        namespaces: o.namespaces.as_deref(),
+        unseen: &guard.unseen,
+        settings: &settings,
+    };
+    probe::run(cluster, &scope, checked.target.as_ref()).await
 }
 
 /// Everything before the first DELETE: the candidates, in this pass's order, and what was
@@ -255,7 +260,7 @@ async fn prepare(
     })?;
     // the namespaces the guard's webhook never sees, from the webhook itself
     let preflight = "pre-flight check `the guard's webhook is installed` failed: ";
-    let guard = read_guard(cluster, &o.guard, preflight).await?;
+    let (guard, settings) = read_guard(cluster, &o.guard, preflight).await?;
     check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
     groups.push(probe::CAPI_GROUP.to_string());
@@ -325,16 +330,15 @@ async fn prepare(
         }
     }
     // the proof that the guard judges comes last, right before the first DELETE
-    let proof = probe::run(
-        cluster,
-        &o.guard,
-        &served,
-        &kinds,
-        o.namespaces.as_deref(),
-        &guard.unseen,
-        None,
-    )
-    .await?;
+    let scope = probe::Scope {
+        guard: &o.guard,
+        served: &served,
+        kinds: &kinds,
+        namespaces: o.namespaces.as_deref(),
+        unseen: &guard.unseen,
+        settings: &settings,
+    };
+    let proof = probe::run(cluster, &scope, None).await?;
     report.probe(proof.line);
     for (line, outcome) in left {
         report.outcome(line, outcome);

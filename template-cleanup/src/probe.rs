@@ -1,10 +1,14 @@
 //! The live probe (template_cleanup_core::probe): before the first DELETE, a dry-run DELETE of a
 //! template the guard is sure to keep must come back as the guard's refusal.
 
+use std::collections::BTreeMap;
+
+use guard::lookups::ClusterState;
+use guard::settings::Settings;
 use serde_json::Value;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::probe::{
-    judge, named_by_machine_deployment, not_a_proof, owning_clusters, Named, Probe,
+    being_deleted, judge, owning_clusters, Deployments, Named, Probe, Verdict, MACHINE_DEPLOYMENT,
 };
 use template_cleanup_core::ServedKind;
 
@@ -24,23 +28,42 @@ pub struct Proof {
     pub target: Option<Named>,
 }
 
+/// What the probe works within: the guard's policy name, the served and collected kinds, the
+/// namespaces collected in (`None`: all) and those the guard never judges, and the deployed
+/// guard's settings.
+pub struct Scope<'a> {
+    pub guard: &'a str,
+    pub served: &'a [Served],
+    pub kinds: &'a [ServedKind],
+    pub namespaces: Option<&'a [String]>,
+    pub unseen: &'a [String],
+    pub settings: &'a Settings,
+}
+
 /// The probe: tries every template a live MachineDeployment names, in order, until the guard
-/// refuses one. A target that cannot prove anything (a template of a kind not collected, in a
-/// namespace the guard never judges, missing, being deleted, marked for move, or whose Clusters
-/// are being deleted) is skipped and costs no DELETE; there is no bound on how many are skipped,
+/// refuses one. A target is one the guard's own decision keeps, taken over the listed
+/// MachineDeployments of its namespace and its owning Clusters with the deployed guard's
+/// `settings` (template_cleanup_core::probe). A target that cannot prove anything (a template of
+/// a kind not collected, in a namespace the guard never judges, missing, being deleted, or one
+/// the decision lets go: marked for move, its Clusters being deleted) is skipped and costs no
+/// DELETE; there is no bound on how many are skipped,
 /// so a stuck rollout cannot use up the tries. A live target that never holds still (gone or
 /// recreated between the read and the dry-run DELETE, [`MOVES`] times) is no proof either: when
 /// a live target existed and none could be probed, the pass stops. "No probe possible" only when
 /// no live target exists. `first` is tried before the others (the last proof, on a re-probe).
 pub async fn run(
     cluster: &Cluster,
-    guard: &str,
-    served: &[Served],
-    kinds: &[ServedKind],
-    namespaces: Option<&[String]>,
-    unseen: &[String],
+    scope: &Scope<'_>,
     first: Option<&Named>,
 ) -> Result<Proof, String> {
+    let Scope {
+        guard,
+        served,
+        kinds,
+        namespaces,
+        unseen,
+        settings,
+    } = *scope;
     let preferred = |kind: &str| {
         let mut matching: Vec<&Served> = served
             .iter()
@@ -57,22 +80,31 @@ pub async fn run(
             target: None,
         })
     };
-    let Some(deployments) = preferred("MachineDeployment") else {
+    let Some(deployments) = preferred(MACHINE_DEPLOYMENT) else {
         return none("Cluster API's MachineDeployments are not served");
     };
-    // only the references are kept of each MachineDeployment, page by page
-    let mut named = Vec::new();
+    // only what the guard reads is kept of each MachineDeployment, page by page
+    let mut listed = Deployments::default();
+    let mut unreadable = None;
     cluster
         .list_each(&deployments, namespaces, "", false, |md| {
-            named.extend(named_by_machine_deployment(&md));
+            if let Err(e) = listed.add(&md) {
+                unreadable.get_or_insert(e);
+            }
             Ok(())
         })
         .await
         .map_err(|e| {
             format!("the probe cannot list MachineDeployments: {e}. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
         })?;
-    named.sort();
-    named.dedup();
+    // The deployed guard fails its own list of them the same way, and refuses every DELETE it
+    // asks about: no pass can prove anything then.
+    if let Some(e) = unreadable {
+        return Err(format!(
+            "the probe cannot read the MachineDeployments as the guard reads them: {e}."
+        ));
+    }
+    let mut named = listed.named();
     if let Some(first) = first.filter(|f| named.contains(f)) {
         named.retain(|n| n != first);
         named.insert(0, first.clone());
@@ -100,8 +132,12 @@ pub async fn run(
             else {
                 continue 'targets;
             };
-            if not_a_proof(&template).is_some()
-                || !clusters_live(cluster, &target.namespace, &template, served).await?
+            if being_deleted(&template) {
+                continue 'targets;
+            }
+            let clusters = cluster_states(cluster, &target, &template, served).await?;
+            if let Verdict::Releases(_) =
+                listed.guard_decides(&target, &template, &clusters, settings)
             {
                 continue 'targets;
             }
@@ -151,26 +187,26 @@ pub async fn run(
     none("no MachineDeployment in a namespace collected in names a live template of a kind collected")
 }
 
-/// Whether every Cluster that owns `template` exists and is not being deleted: the guard lets a
-/// template go once its Clusters are all being deleted (docs/design.md, row 6).
-async fn clusters_live(
+/// The states of the Clusters that own `template`, as the guard reads its owners: the guard
+/// lets a template go once its Clusters are all being deleted (docs/design.md, row 6).
+async fn cluster_states(
     cluster: &Cluster,
-    namespace: &str,
+    target: &Named,
     template: &Value,
     served: &[Served],
-) -> Result<bool, String> {
-    let owners = owning_clusters(template);
-    if owners.is_empty() {
-        return Ok(true);
-    }
+) -> Result<BTreeMap<String, ClusterState>, String> {
+    let mut states = BTreeMap::new();
+    let owners = owning_clusters(target, template).unwrap_or_default();
     let Some(kind) = served
         .iter()
         .filter(|s| s.kind.group == CAPI_GROUP && s.kind.kind == "Cluster")
         .min_by_key(|s| !s.preferred)
         .map(|s| s.kind.clone())
     else {
-        return Ok(false);
+        // Clusters are not served: every owner counts as gone.
+        return Ok(states);
     };
+    let namespace = &target.namespace;
     for name in owners {
         let owner = cluster
             .get(&kind, namespace, &name)
@@ -178,12 +214,12 @@ async fn clusters_live(
             .map_err(|e| {
                 format!("the probe cannot read Cluster {namespace}/{name}: {e}. The job needs get on clusters.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
             })?;
-        match owner {
-            Some(o)
-                if o.pointer("/metadata/deletionTimestamp")
-                    .is_none_or(Value::is_null) => {}
-            _ => return Ok(false),
-        }
+        let state = match owner {
+            None => ClusterState::Gone,
+            Some(o) if being_deleted(&o) => ClusterState::Deleting,
+            Some(_) => ClusterState::Live,
+        };
+        states.insert(name, state);
     }
-    Ok(true)
+    Ok(states)
 }

@@ -477,6 +477,11 @@ pub fn referrer_of(resource: &Resource) -> Option<&'static ReferrerKind> {
     REFERRERS.iter().find(|r| r.resource == *resource)
 }
 
+/// The referrer entry of the catalogue kind named `kind`.
+pub fn referrer_named(kind: &str) -> Option<&'static ReferrerKind> {
+    REFERRERS.iter().find(|r| r.kind() == kind)
+}
+
 /// The Cluster referrer kind, whose masks the row 6 reads share (one cache in the policy server).
 /// Found by kind, not by position; the table holds it (a test checks it).
 pub fn cluster_kind() -> &'static ReferrerKind {

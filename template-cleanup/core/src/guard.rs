@@ -11,6 +11,7 @@
 //! (lines 21-90), which copies the policy's rules, failurePolicy, matchPolicy, objectSelector
 //! and matchConditions, and writes the namespaceSelector and the service itself.
 
+use guard::settings::Settings;
 use serde_json::Value;
 
 use crate::ServedKind;
@@ -202,8 +203,9 @@ const CONDITIONS: [(&str, &str, &str); 2] = [
 
 /// The checks on the guard's ClusterAdmissionPolicy `name` (`None`: the API server said 404):
 /// its mode, its status and conditions, and its settings. Rules, selectors, failurePolicy and
-/// matchConditions are read from the webhook ([`check_webhook`]).
-pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<(), Refusal> {
+/// matchConditions are read from the webhook ([`check_webhook`]). The settings come back read
+/// as the guard reads them: the probe decides with them.
+pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refusal> {
     let Some(policy) = policy else {
         return Err(refuse(
             "guard exists",
@@ -234,13 +236,26 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<(), Refusal> {
             ));
         }
     }
-    match policy.pointer("/spec/settings/failOpenOnLookupError") {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(()),
-        Some(other) => Err(refuse(
+    let raw = policy
+        .pointer("/spec/settings")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let settings = guard::settings::parse_and_validate(raw).map_err(|e| {
+        refuse(
+            "settings are valid",
+            format!(
+                "{what} has settings the guard refuses: {}. Fix them in its spec.settings.",
+                guard::message::describe(&e)
+            ),
+        )
+    })?;
+    if settings.fail_open_on_lookup_error {
+        return Err(refuse(
             "failOpenOnLookupError is not set",
-            format!("{what} sets failOpenOnLookupError to {other}: a failed lookup would let a template in use be deleted."),
-        )),
+            format!("{what} sets failOpenOnLookupError: a failed lookup would let a template in use be deleted."),
+        ));
     }
+    Ok(settings)
 }
 
 /// The name kubewarden-controller gives a ClusterAdmissionPolicy's ValidatingWebhookConfiguration

@@ -25,7 +25,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::declared::name_of;
-use crate::{group_of, DeclaredObject};
+use crate::DeclaredObject;
+use guard::capi::group_of;
 
 /// The most a release may take once decompressed. A Secret holds at most 1 MiB (the API
 /// server's limit), and Helm's gzip of release JSON rarely shrinks it more than tenfold; a larger

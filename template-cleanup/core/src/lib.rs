@@ -69,11 +69,6 @@ pub fn api_version(group: &str, version: &str) -> String {
     }
 }
 
-/// The group of an `apiVersion` (`""` for the core group).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
-}
-
 /// An object as a deploy tool names it: by group and kind, never by version (a tool that
 /// declares a template at v1beta1 declares the same object the API serves at v1beta2).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -4,17 +4,26 @@
 //! in protect mode with rules that cover the template (a validating webhook with
 //! `sideEffects: None` is called on dry-run requests, and the guard answers them as real ones).
 //!
-//! A template the guard is sure to keep: one a MachineDeployment that is not being deleted names
-//! in `spec.template.spec.infrastructureRef` or `spec.template.spec.bootstrap.configRef` (row 1
-//! of docs/design.md's decision table; not a MachineSet, which the guard lets go once scaled to
-//! zero), that is not itself being deleted, carries no `clusterctl.cluster.x-k8s.io/delete-for-move`
-//! annotation (row 5: accepted before any lookup), and whose owning Clusters are all live (row 6:
-//! the referrers of Clusters being deleted no longer count).
+//! Which template the guard is sure to keep is the guard's own decision (`guard::decision`),
+//! taken here over what the pass has read: the MachineDeployments of the template's namespace,
+//! read field by field as the guard reads them, and the states of the Clusters that own the
+//! template. Those are a part of what the deployed guard reads, and a part keeps no more than
+//! the whole: each further referrer can only keep the template too. So a template this decision
+//! keeps, the deployed guard keeps, and no rule of the decision is written here.
 
+use std::collections::BTreeMap;
+
+use guard::capi::{Object, Template};
+use guard::catalogue::{self, ReferrerKind, TemplateClass};
+use guard::decision::{decide, Decision};
+use guard::error::LookupError;
+use guard::lookups::{ClusterState, Lookups, Scanned};
+use guard::message;
+use guard::references::{take_candidate, Candidate};
+use guard::settings::Settings;
 use serde_json::Value;
 
 use crate::answer::{classify, Refused, TemplateOutcome};
-use crate::group_of;
 
 /// A template a MachineDeployment names: group, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -25,82 +34,189 @@ pub struct Named {
     pub name: String,
 }
 
-/// The templates a MachineDeployment names, in the v1beta1 shape (`apiVersion`, `kind`, `name`)
-/// or the v1beta2 one (`apiGroup`, `kind`, `name`), at the same paths in both (cluster-api
-/// v1.14.0 `api/core/v1beta1/machine_types.go` and `api/core/v1beta2/machine_types.go`,
-/// `MachineSpec`); none for one being deleted. A referrer and its templates share a namespace.
-pub fn named_by_machine_deployment(md: &Value) -> Vec<Named> {
-    if md
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Vec::new();
-    }
-    let namespace = md
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let mut out = Vec::new();
-    for path in [
-        "/spec/template/spec/infrastructureRef",
-        "/spec/template/spec/bootstrap/configRef",
-    ] {
-        let Some(r) = md.pointer(path) else { continue };
-        let field = |key: &str| r.get(key).and_then(Value::as_str).unwrap_or("");
-        let group = if r.get("apiGroup").is_some() {
-            field("apiGroup")
-        } else {
-            group_of(field("apiVersion"))
+/// The kind whose objects the probe's targets come from.
+pub const MACHINE_DEPLOYMENT: &str = "MachineDeployment";
+
+/// The guard's catalogue entry for MachineDeployments: the fields it reads them by.
+fn machine_deployments() -> Option<&'static ReferrerKind> {
+    catalogue::referrer_named(MACHINE_DEPLOYMENT)
+}
+
+/// The MachineDeployments a pass has listed, each read as the guard reads it, by namespace.
+#[derive(Debug, Default)]
+pub struct Deployments {
+    by_namespace: BTreeMap<String, Vec<Candidate>>,
+}
+
+impl Deployments {
+    /// Adds a listed MachineDeployment. One without a namespace is not a namespaced object as
+    /// listed and is skipped; one with a field of another shape is an error, as the guard's own
+    /// list of it fails (then it refuses every DELETE that asks it).
+    pub fn add(&mut self, md: &Value) -> Result<(), String> {
+        let namespace = guard::metadata::namespace_of(md);
+        let name = md
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (Some(kind), false) = (machine_deployments(), namespace.is_empty()) else {
+            return Ok(());
         };
-        if field("kind").is_empty() || field("name").is_empty() || namespace.is_empty() {
-            continue;
-        }
-        out.push(Named {
-            group: group.to_string(),
-            kind: field("kind").to_string(),
-            namespace: namespace.to_string(),
-            name: field("name").to_string(),
-        });
+        let mut object: Object = serde_json::from_value(md.clone())
+            .map_err(|e| format!("MachineDeployment {namespace}/{name} cannot be read: {e}"))?;
+        let candidate = take_candidate(kind, &mut object).map_err(|bad| {
+            format!(
+                "MachineDeployment {namespace}/{name} cannot be read: {} is not {}",
+                bad.field, bad.expected
+            )
+        })?;
+        self.by_namespace
+            .entry(namespace)
+            .or_default()
+            .push(candidate);
+        Ok(())
     }
-    out
+
+    /// The templates that MachineDeployments not being deleted name, sorted, each once: the
+    /// probe's possible targets.
+    pub fn named(&self) -> Vec<Named> {
+        let mut named: Vec<Named> = self
+            .by_namespace
+            .iter()
+            .flat_map(|(namespace, candidates)| {
+                candidates
+                    .iter()
+                    .filter(|c| !c.deleting)
+                    .flat_map(|c| &c.named)
+                    .filter_map(move |n| {
+                        let reference = &n.reference;
+                        let group = reference.group()?;
+                        (!reference.kind.is_empty() && !reference.name.is_empty()).then(|| Named {
+                            group: group.to_string(),
+                            kind: reference.kind.clone(),
+                            namespace: namespace.clone(),
+                            name: reference.name.clone(),
+                        })
+                    })
+            })
+            .collect();
+        named.sort();
+        named.dedup();
+        named
+    }
+
+    /// The guard's decision on `template`, read as a template of `target`'s group and kind,
+    /// over the MachineDeployments of its namespace and `clusters`, the states of the Clusters
+    /// that own it ([`owning_clusters`]; one not given counts as gone), with the deployed
+    /// guard's `settings`.
+    pub fn guard_decides(
+        &self,
+        target: &Named,
+        template: &Value,
+        clusters: &BTreeMap<String, ClusterState>,
+        settings: &Settings,
+    ) -> Verdict {
+        let Some(class) = catalogue::template_class(&target.group, &target.kind) else {
+            return Verdict::Releases(format!(
+                "{}.{} is not a kind the guard protects",
+                target.kind, target.group
+            ));
+        };
+        let template = match read_template(target, class, template) {
+            Ok(template) => template,
+            Err(why) => return Verdict::Releases(why),
+        };
+        let mut listed = Listed {
+            deployments: self
+                .by_namespace
+                .get(&template.namespace)
+                .map_or(&[][..], Vec::as_slice),
+            clusters,
+        };
+        match decide(&template, settings, &mut listed) {
+            Ok(Decision::Keep(referrers)) => Verdict::Keeps(message::in_use(&template, &referrers)),
+            Ok(Decision::Release(reason)) => {
+                Verdict::Releases(message::released(&template, reason))
+            }
+            // Listed answers every lookup; kept for the trait's sake.
+            Err(error) => Verdict::Releases(message::lookup_failed(&template, &error)),
+        }
+    }
 }
 
-/// The annotation `clusterctl move` writes before each delete, which the guard accepts at once.
-const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
+/// What the guard's own decision says of a probe target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It keeps the template, with the message it would answer: a target that proves.
+    Keeps(String),
+    /// It would let it go, or cannot read it: no proof either way. Why.
+    Releases(String),
+}
 
-/// Why a template, as read, is no proof (`None`: it is one): being deleted, or marked for move.
-pub fn not_a_proof(template: &Value) -> Option<&'static str> {
-    if template
+fn read_template(
+    target: &Named,
+    class: TemplateClass,
+    template: &Value,
+) -> Result<Template, String> {
+    Template::from_object(&target.group, &target.kind, class, template)
+        .map_err(|e| format!("the guard cannot read it: {}", message::describe(&e)))
+}
+
+/// The names of the Clusters that own `template` as the guard reads them (`None`: a template it
+/// cannot read, which is no proof).
+pub fn owning_clusters(target: &Named, template: &Value) -> Option<Vec<String>> {
+    let class = catalogue::template_class(&target.group, &target.kind)?;
+    read_template(target, class, template)
+        .ok()
+        .map(|t| t.cluster_owners)
+}
+
+/// Why a template, as read, is no target (`None`: it may be one): one being deleted may be gone
+/// before the probe's DELETE reaches it, whatever the guard decides.
+pub fn being_deleted(template: &Value) -> bool {
+    template
         .pointer("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
-    {
-        return Some("it is being deleted");
-    }
-    if template
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(DELETE_FOR_MOVE))
-        .is_some()
-    {
-        return Some("clusterctl move is deleting it");
-    }
-    None
 }
 
-/// The names of the Clusters (`cluster.x-k8s.io`) that own a template.
-pub fn owning_clusters(template: &Value) -> Vec<String> {
-    template
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .filter(|o| {
-            o.get("kind").and_then(Value::as_str) == Some("Cluster")
-                && o.get("apiVersion")
-                    .and_then(Value::as_str)
-                    .is_some_and(|v| group_of(v) == "cluster.x-k8s.io")
+/// The guard's [`Lookups`] answered from what the pass has read: MachineDeployments in the
+/// template's namespace, the owning Clusters' states, and no other referrer.
+struct Listed<'a> {
+    deployments: &'a [Candidate],
+    clusters: &'a BTreeMap<String, ClusterState>,
+}
+
+impl Lookups for Listed<'_> {
+    fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
+        Ok(if kind.kind() == MACHINE_DEPLOYMENT {
+            self.deployments.to_vec()
+        } else {
+            Vec::new()
         })
-        .filter_map(|o| o.get("name").and_then(Value::as_str).map(str::to_string))
-        .collect()
+    }
+
+    fn scanned(&mut self, _: TemplateClass, _: bool) -> Result<Vec<Scanned>, LookupError> {
+        Ok(Vec::new())
+    }
+
+    fn referrer(
+        &mut self,
+        _: &'static ReferrerKind,
+        _: &str,
+    ) -> Result<Option<Candidate>, LookupError> {
+        Ok(None)
+    }
+
+    fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
+        Ok(self
+            .clusters
+            .get(name)
+            .copied()
+            .unwrap_or(ClusterState::Gone))
+    }
+
+    fn metal3_machine_template(&mut self, _: &str) -> Result<Option<Object>, LookupError> {
+        Ok(None)
+    }
 }
 
 /// What the answer to the probe's dry-run DELETE means.

@@ -1,15 +1,18 @@
 //! The pre-flight (the guard's policy and its live webhook), the kinds collected, the live
 //! probe's reading, and the answers to a DELETE, as tables.
 
+use guard::lookups::ClusterState;
+use guard::settings::Settings;
 use rstest::rstest;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use template_cleanup_core::answer::{classify, webhook_unreachable, Refused, TemplateOutcome};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups, Guard, Served,
     SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::probe::{
-    judge, named_by_machine_deployment, not_a_proof, owning_clusters, Named, Probe,
+    being_deleted, judge, owning_clusters, Deployments, Named, Probe, Verdict,
 };
 use template_cleanup_core::ServedKind;
 
@@ -82,14 +85,16 @@ fn condition(kind: &str, status: Option<&str>) -> Value {
     None
 )]
 #[case::fail_open(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(true))), Some("failOpenOnLookupError is not set"))]
-#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some("failOpenOnLookupError is not set"))]
+// The guard's own settings reader refuses a string here, so the probe could not decide with them.
+#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some("settings are valid"))]
+#[case::settings_the_guard_refuses(Some(with(good_policy(), "/spec/settings/countScaledDownMachineSets", json!(3))), Some("settings are valid"))]
 #[case::fail_open_false(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(false))), None)]
 fn pre_flight_on_the_policy(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
     match (
         refused_by,
         check_policy("capi-template-guard-cleanup", policy.as_ref()),
     ) {
-        (None, Ok(())) => {}
+        (None, Ok(_)) => {}
         (Some(check), Err(refusal)) => {
             assert_eq!(refusal.check, check);
             let text = refusal.to_string();
@@ -477,44 +482,120 @@ fn named(group: &str, kind: &str, name: &str) -> Named {
     }
 }
 
+fn deployments(mds: &[Value]) -> Deployments {
+    let mut deployments = Deployments::default();
+    for md in mds {
+        deployments.add(md).unwrap();
+    }
+    deployments
+}
+
+/// The targets come from the guard's own reading of a MachineDeployment's fields.
 #[rstest]
 #[case::v1beta1(md("v1beta1", false), 2)]
 #[case::v1beta2(md("v1beta2", false), 2)]
 #[case::being_deleted(md("v1beta2", true), 0)]
 #[case::no_bootstrap(with(md("v1beta2", false), "/spec/template/spec/bootstrap", json!({"dataSecretName": "s"})), 1)]
 #[case::no_namespace(with(md("v1beta1", false), "/metadata/namespace", Value::Null), 0)]
-fn a_live_machine_deployment_names_the_probes_templates(#[case] md: Value, #[case] count: usize) {
+fn a_live_machine_deployment_names_the_probes_targets(#[case] md: Value, #[case] count: usize) {
     let expected = [
-        named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
         named(
             "bootstrap.cluster.x-k8s.io",
             "KubeadmConfigTemplate",
             "kct-a",
         ),
+        named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
     ];
-    assert_eq!(named_by_machine_deployment(&md), expected[..count]);
+    let named = deployments(&[md]).named();
+    assert_eq!(named.len(), count, "{named:?}");
+    assert!(named.iter().all(|n| expected.contains(n)), "{named:?}");
 }
 
+#[test]
+fn a_machine_deployment_the_guard_cannot_read_is_an_error() {
+    let bad = with(
+        md("v1beta2", false),
+        "/spec/template/spec/infrastructureRef",
+        json!("m3mt-a"),
+    );
+    let error = Deployments::default().add(&bad).unwrap_err();
+    assert!(
+        error.starts_with("MachineDeployment edge/md cannot be read: "),
+        "{error}"
+    );
+}
+
+fn template(annotations: Value, owners: Value) -> Value {
+    json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "Metal3MachineTemplate",
+        "metadata": {"name": "m3mt-a", "namespace": "edge", "annotations": annotations, "ownerReferences": owners}})
+}
+
+fn owned_by_a() -> Value {
+    json!([{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "a", "uid": "1"}])
+}
+
+/// The probe's target is what the guard's own decision keeps: row 1 (a MachineDeployment names
+/// it), row 5 (clusterctl move lets it go), row 6 (its Cluster is being deleted).
 #[rstest]
-#[case::live(json!({"metadata": {"name": "t"}}), None)]
-#[case::being_deleted(json!({"metadata": {"name": "t", "deletionTimestamp": "2026-01-01T00:00:00Z"}}), Some("it is being deleted"))]
-#[case::moving(json!({"metadata": {"name": "t", "annotations": {"clusterctl.cluster.x-k8s.io/delete-for-move": ""}}}), Some("clusterctl move is deleting it"))]
-fn a_template_being_deleted_or_moved_is_no_proof(
+#[case::named_by_a_live_deployment(template(json!({}), json!([])), &[], "keeps")]
+#[case::moving(template(json!({"clusterctl.cluster.x-k8s.io/delete-for-move": ""}), json!([])), &[], "releases")]
+#[case::its_cluster_live(template(json!({}), owned_by_a()), &[("a", ClusterState::Live)], "keeps")]
+#[case::its_cluster_deleting(template(json!({}), owned_by_a()), &[("a", ClusterState::Deleting)], "releases")]
+#[case::its_cluster_unread(template(json!({}), owned_by_a()), &[], "releases")]
+fn the_guards_own_decision_picks_the_target(
     #[case] template: Value,
-    #[case] why: Option<&str>,
+    #[case] clusters: &[(&str, ClusterState)],
+    #[case] expected: &str,
 ) {
-    assert_eq!(not_a_proof(&template), why);
+    let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
+    let clusters: BTreeMap<String, ClusterState> =
+        clusters.iter().map(|(n, s)| (n.to_string(), *s)).collect();
+    let verdict = deployments(&[md("v1beta2", false)]).guard_decides(
+        &target,
+        &template,
+        &clusters,
+        &Settings::default(),
+    );
+    match (expected, &verdict) {
+        ("keeps", Verdict::Keeps(text)) => assert!(text.contains("MachineDeployment md"), "{text}"),
+        ("releases", Verdict::Releases(_)) => {}
+        _ => panic!("expected the guard to say {expected}, got {verdict:?}"),
+    }
+}
+
+#[test]
+fn a_template_no_deployment_names_is_let_go() {
+    let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
+    let verdict = Deployments::default().guard_decides(
+        &target,
+        &template(json!({}), json!([])),
+        &BTreeMap::new(),
+        &Settings::default(),
+    );
+    assert!(matches!(verdict, Verdict::Releases(_)), "{verdict:?}");
+}
+
+#[test]
+fn a_template_being_deleted_is_no_target() {
+    assert!(!being_deleted(&json!({"metadata": {"name": "t"}})));
+    assert!(being_deleted(
+        &json!({"metadata": {"name": "t", "deletionTimestamp": "2026-01-01T00:00:00Z"}})
+    ));
 }
 
 #[test]
 fn the_clusters_that_own_a_template() {
-    let template = json!({"metadata": {"ownerReferences": [
-        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "a", "uid": "1"},
+    let template = json!({"metadata": {"name": "m3mt-a", "namespace": "edge", "ownerReferences": [
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "c", "uid": "1"},
         {"apiVersion": "other.example/v1", "kind": "Cluster", "name": "b", "uid": "2"},
         {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "md", "uid": "3"},
-        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "c", "uid": "4"},
+        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "a", "uid": "4"},
     ]}});
-    assert_eq!(owning_clusters(&template), ["a", "c"]);
+    let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
+    assert_eq!(
+        owning_clusters(&target, &template),
+        Some(vec!["a".to_string(), "c".to_string()])
+    );
 }
 
 /// Only the guard's refusal proves it judges; 404 and a failed precondition try another
