@@ -233,6 +233,13 @@ sbom-test: $(TOOLS_BIN)/syft
 sbom-lock:
 	SBOM_LOCK_WRITE=1 cargo test --locked --test sbom -- --nocapture the_policy_lock
 
+# Rewrites the generated parts of metadata.yml and the examples (between `# BEGIN generated`
+# and `# END generated` lines) from the guard's provider table and catalogue
+# (tests/packaging/manifests.rs); `cargo test --test packaging` fails while one is stale.
+.PHONY: manifests
+manifests:
+	MANIFESTS_WRITE=1 cargo test --locked --test packaging -- manifests::
+
 # actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs);
 # tests/release/workflows.rs checks the pinning, the e2e kwctl and the order of the release jobs.
 .PHONY: workflow-lint

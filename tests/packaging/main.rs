@@ -28,6 +28,7 @@ mod artifacthub;
 mod cleanup;
 mod deploy_tools;
 mod examples;
+mod manifests;
 mod monitoring;
 mod rbac;
 mod readme;

@@ -545,7 +545,9 @@ pub fn is_read(group: &str, kind: &str) -> bool {
     resources_read().any(|r| r.group == group && r.kind == kind)
 }
 
+mod providers;
 mod referrers;
+pub use providers::{Provider, PROVIDERS};
 pub use referrers::REFERRERS;
 
 #[cfg(test)]

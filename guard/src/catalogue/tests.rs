@@ -249,3 +249,32 @@ fn every_catalogue_path_starts_at_a_root_the_object_has() {
         }
     }
 }
+
+/// Every plural of the provider table is one the guard recognises in its row's group, and each
+/// is written once: the shipped rules are written from this table.
+#[test]
+fn every_provider_template_is_guarded_and_listed_once() {
+    let mut seen = BTreeSet::new();
+    for provider in PROVIDERS {
+        assert!(!provider.templates.is_empty(), "{}", provider.name);
+        for plural in provider.templates {
+            assert!(
+                template_class_of_plural(provider.group, plural).is_some(),
+                "{} ({}): {plural} is not a plural the guard recognises",
+                provider.name,
+                provider.group
+            );
+            assert!(
+                seen.insert((provider.group, *plural)),
+                "{plural} is listed twice"
+            );
+        }
+    }
+}
+
+/// The check above can fail: a plural the guard does not recognise is refused.
+#[test]
+fn the_provider_check_refuses_an_unguarded_plural() {
+    assert!(template_class_of_plural(INFRASTRUCTURE_GROUP, "metal3machines").is_none());
+    assert!(template_class_of_plural("example.com", "fooMachineTemplates").is_none());
+}
