@@ -8,7 +8,7 @@ use super::*;
 
 const COMPONENT: &str = "examples/cleanup/component/cleanup.yaml";
 const KUSTOMIZATION: &str = "examples/cleanup/component/kustomization.yaml";
-const GUARD: &str = "examples/cluster-admission-policy-guard.yaml";
+const GUARD: &str = "examples/guard/cluster-admission-policy-guard.yaml";
 
 fn manifests() -> Vec<Value> {
     yaml_documents(COMPONENT, &read(COMPONENT))
@@ -173,7 +173,9 @@ fn the_namespace_is_written_once_and_the_binding_names_the_account() {
             ),
         ]
     );
+    // alone, it brings the placement its guard follows (placement.rs builds it)
     let standalone = yaml_file("examples/cleanup/kustomization.yaml");
+    assert_eq!(standalone["resources"], serde_json::json!(["../placement"]));
     assert_eq!(standalone["components"], serde_json::json!(["component"]));
 }
 

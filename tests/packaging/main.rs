@@ -10,6 +10,8 @@
 //!   contextAwareResources.
 //! - examples/kustomization.yaml installs RBAC and both policies; the optional PolicyServer
 //!   component runs them on a server of their own.
+//! - Every combination of the examples' components, built by kubectl kustomize, puts every
+//!   policy on one PolicyServer whose account holds the read binding (placement.rs).
 //! - template-cleanup (examples/cleanup/) may delete exactly the kinds the guard guards, runs the
 //!   image the release builds for amd64 and arm64 and signs, locked down.
 //! - The release workflow pushes to the OCI repository named in metadata.yml, and the release
@@ -30,6 +32,7 @@ mod deploy_tools;
 mod examples;
 mod manifests;
 mod monitoring;
+mod placement;
 mod rbac;
 mod readme;
 mod release_workflow;

@@ -168,7 +168,7 @@ fn the_readme_installs_in_the_order_that_works() {
         "capi-template-guard.kubewarden.io/cleanup",
         "kubectl apply -k",
         "examples/rbac.yaml",
-        "examples/cluster-admission-policy-guard.yaml",
+        "examples/guard/cluster-admission-policy-guard.yaml",
         "--for=condition=PolicyUniquelyReachable",
         "--dry-run=server",
         "(409)",

@@ -235,7 +235,7 @@ fn every_version_in_the_repository_agrees() {
         ("README.md", 4),
         ("artifacthub-pkg.yml", 4),
         ("examples/kustomization.yaml", 1),
-        ("examples/cluster-admission-policy-guard.yaml", 2),
+        ("examples/guard/cluster-admission-policy-guard.yaml", 2),
         ("examples/cluster-admission-policy-mutate.yaml", 2),
     ] {
         let found = mentions
