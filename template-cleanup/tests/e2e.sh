@@ -2,7 +2,7 @@
 # End to end, with no cluster: template-cleanup against `testhost apiserver` (testhost/README.md),
 # whose DELETEs of templates go through its validating webhook, i.e. are judged by the compiled
 # policy.wasm the way kube-apiserver sends them to the policy server. The guard is
-# template-cleanup's own, examples/cleanup/component/guard-cleanup.yaml, with the status Kubewarden
+# template-cleanup's own, examples/cleanup/guard (built by kubectl kustomize), with the status Kubewarden
 # gives an active policy. Prints TAP lines. Run from the repository root through `make cleanup-e2e`.
 #
 # A case: `start EDIT [apiserver flags]` (the state below, edited by EDIT), `run ARGS` (runs
@@ -19,7 +19,8 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/d
 trap 'stop; rm -rf "$T"' EXIT
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
-"$JQ" --from yaml -c . examples/cleanup/component/guard-cleanup.yaml >"$T/guard.json"
+# template-cleanup's guard as kustomize builds it: the main guard with the clean-up's patch
+kubectl kustomize examples/cleanup/guard | "$JQ" --from yaml -c 'select(.kind == "ClusterAdmissionPolicy")' >"$T/guard.json"
 
 # state EDIT: writes state.json: the guard and its ValidatingWebhookConfiguration as
 # kubewarden-controller v1.36.0-beta.1 writes it (internal/controller/policy_subreconciler_webhook.go:

@@ -320,12 +320,7 @@ fn the_helm_post_renderer_is_executable_and_writes_its_helm4_plugin() {
 /// post-renderer script's output equals `render`'s.
 #[test]
 fn the_post_renderer_script_renders_what_the_check_predicts() {
-    if std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_err()
-    {
-        eprintln!("kubectl is not on PATH: the post-renderer was checked by the target rules only");
+    if !crate::kubectl_on_path("the post-renderer's real output") {
         return;
     }
     use std::io::Write;

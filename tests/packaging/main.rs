@@ -65,6 +65,24 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Whether kubectl (which brings kustomize) is on PATH. Every machine of this project has it
+/// (Debian's image); in CI (`CI` set) its absence fails the test instead of skipping what needs
+/// it, elsewhere the test says what it did not check.
+fn kubectl_on_path(what_is_skipped: &str) -> bool {
+    let found = std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kubectl is not on PATH in CI: {what_is_skipped} would not be checked"
+        );
+        eprintln!("kubectl is not on PATH: {what_is_skipped} not checked");
+    }
+    found
+}
+
 fn read(relative: &str) -> String {
     let path = root().join(relative);
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))

@@ -109,12 +109,12 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
             context_aware_resources(2),
         ),
         (
-            "examples/cluster-admission-policy-guard.yaml",
+            "examples/guard/cluster-admission-policy-guard.yaml",
             "guarded-rules",
             guarded_rules(4),
         ),
         (
-            "examples/cluster-admission-policy-guard.yaml",
+            "examples/guard/cluster-admission-policy-guard.yaml",
             "context-aware-resources",
             context_aware_resources(4),
         ),

@@ -37,6 +37,9 @@ fn the_kustomization_holds_the_rule_the_scrape_target_and_the_component() {
 /// the label, and nothing else changed.
 #[test]
 fn kubectl_kustomize_shows_the_release_label_on_both_objects() {
+    if !crate::kubectl_on_path("the component's build") {
+        return;
+    }
     let Ok(output) = std::process::Command::new("kubectl")
         .args(["kustomize", "examples/monitoring"])
         .current_dir(root())

@@ -56,16 +56,9 @@ impl Placement {
     }
 }
 
-/// Whether kubectl (which brings kustomize) is on PATH; this project's machines have it.
+/// Whether kubectl (which brings kustomize) is on PATH; in CI its absence fails.
 fn kubectl() -> bool {
-    let found = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("kubectl is not on PATH: the placements were not built");
-    }
-    found
+    crate::kubectl_on_path("the placements' builds")
 }
 
 /// `kubectl kustomize` of a kustomization of `resources` and `components` (paths under the
