@@ -232,6 +232,8 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         )
         .await;
         report.templates = templates;
+    } else {
+        report.say("events and reports: none written (a dry run writes nothing)");
     }
     report
 }
