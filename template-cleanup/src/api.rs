@@ -475,3 +475,63 @@ fn to_json(object: &DynamicObject) -> Result<Value, CallError> {
         ))
     })
 }
+
+/// The only writes besides the DELETEs: Events (`crate::events`) and OpenReports Reports
+/// (`crate::openreports`). None is retried.
+impl Cluster {
+    /// A merge PATCH of the Event `name` in `namespace`; the Event as it is afterwards. `{}`
+    /// changes nothing, and reads it: the job may create and patch Events, not get them.
+    pub async fn patch_event(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<k8s_openapi::api::events::v1::Event, CallError> {
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.client.clone(), namespace);
+        let what = format!("patch events.events.k8s.io {namespace}/{name}");
+        let params = kube::api::PatchParams::default();
+        self.call(
+            &what,
+            api.patch(name, &params, &kube::api::Patch::Merge(patch)),
+        )
+        .await
+    }
+
+    /// Creates `event` in `namespace`.
+    pub async fn create_event(
+        &self,
+        namespace: &str,
+        event: &k8s_openapi::api::events::v1::Event,
+    ) -> Result<(), CallError> {
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.client.clone(), namespace);
+        let what = format!("create events.events.k8s.io in {namespace}");
+        let params = kube::api::PostParams::default();
+        self.call(&what, api.create(&params, event)).await.map(drop)
+    }
+
+    /// Server-side apply of `object` (field manager `template-cleanup`, forced): created when
+    /// missing, its fields replaced when not.
+    pub async fn apply(
+        &self,
+        resource: &ApiResource,
+        namespace: &str,
+        name: &str,
+        object: &Value,
+    ) -> Result<(), CallError> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, resource);
+        let what = format!(
+            "apply {}.{} {namespace}/{name}",
+            resource.plural, resource.group
+        );
+        let params = kube::api::PatchParams::apply("template-cleanup").force();
+        self.call(
+            &what,
+            api.patch(name, &params, &kube::api::Patch::Apply(object)),
+        )
+        .await
+        .map(drop)
+    }
+}

@@ -66,6 +66,12 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_request_timeout)]
     pub request_timeout: Duration,
 
+    /// Record at most this many Kubernetes Events in a pass (one per template decided, and one
+    /// when the pass stops), the most telling first: failed, not tried, kept, changed, deleted,
+    /// already gone, left; 0 records none. A dry run records none
+    #[arg(long, value_name = "N", default_value_t = crate::events::PER_PASS)]
+    pub events_per_pass: usize,
+
     /// Output format: one line per template, or one JSON document
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,

@@ -3,7 +3,9 @@
 
 mod api;
 mod cli;
+mod events;
 mod helm;
+mod openreports;
 mod pass;
 mod probe;
 mod report;

@@ -23,6 +23,7 @@ use crate::api::{CallError, Cluster};
 use crate::cli::{Args, Output};
 use crate::probe::{self, Proof};
 use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
+use crate::{events, openreports};
 
 /// What a pass needs from the command line.
 #[derive(Debug, Clone)]
@@ -35,6 +36,8 @@ pub struct Options {
     pub helm_releases: bool,
     /// More namespaces whose Helm release Secrets are read (`--helm-storage-namespace`).
     pub helm_storage_namespaces: Vec<String>,
+    /// `--events-per-pass`.
+    pub events_per_pass: usize,
 }
 
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
@@ -67,6 +70,7 @@ pub async fn main(args: Args) -> u8 {
         guard: args.guard.clone(),
         helm_releases: args.helm_releases,
         helm_storage_namespaces: args.helm_storage_namespace.clone(),
+        events_per_pass: args.events_per_pass,
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -138,16 +142,31 @@ struct Checked {
     kinds: Vec<ServedKind>,
     /// The template whose refusal proved the guard judges (`None`: no probe possible).
     target: Option<Named>,
+    /// The OpenReports CRD is served (`crate::openreports`).
+    openreports: bool,
 }
 
 /// One pass at time `now` (seconds since the epoch); `printer` gets each line of the report as
 /// it is decided.
 pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printer) -> Report {
     let mut report = Report::new(options.dry_run, &options.guard, printer);
-    let (candidates, mut checked) = match prepare(cluster, options, now, &mut report).await {
+    let mut uid = None;
+    let prepared = prepare(cluster, options, now, &mut report, &mut uid).await;
+    let (candidates, mut checked) = match prepared {
         Ok(prepared) => prepared,
         Err(reason) => {
             report.stop(reason);
+            if !options.dry_run {
+                let stop = stop_event(options, uid, true, &report);
+                events::record(
+                    cluster,
+                    vec![stop],
+                    options.events_per_pass,
+                    now,
+                    &mut report,
+                )
+                .await;
+            }
             return report;
         }
     };
@@ -192,7 +211,45 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         };
         report.outcome(line, outcome);
     }
+    if !options.dry_run {
+        let halted = if report.error.is_some() {
+            Some(stop_event(options, uid, false, &report))
+        } else {
+            None
+        };
+        let guard = &options.guard;
+        let records = events::records(halted, &report.templates, guard, options.min_age);
+        events::record(cluster, records, options.events_per_pass, now, &mut report).await;
+        let templates = std::mem::take(&mut report.templates);
+        let (installed, min_age) = (checked.openreports, options.min_age);
+        openreports::write(
+            cluster,
+            installed,
+            &templates,
+            guard,
+            min_age,
+            now,
+            &mut report,
+        )
+        .await;
+        report.templates = templates;
+    } else {
+        report.say("events and reports: none written (a dry run writes nothing)");
+    }
     report
+}
+
+/// The Event of a pass that stopped (`before_any_delete`: nothing deleted), on the guard's
+/// ClusterAdmissionPolicy, with the uid the pass read (if it could), so that `kubectl describe`
+/// shows it.
+fn stop_event(
+    options: &Options,
+    uid: Option<String>,
+    before_any_delete: bool,
+    report: &Report,
+) -> events::Record {
+    let why = report.error.as_deref().unwrap_or_default();
+    events::for_stop(&options.guard, uid, before_any_delete, why)
 }
 
 /// A refused DELETE of `template`: the core's reading, and a 404 is `already gone` only when
@@ -203,16 +260,20 @@ fn classify_delete(guard: &str, template: &ListedTemplate, refused: &Refused) ->
 
 /// The guard's ClusterAdmissionPolicy and ValidatingWebhookConfiguration, read and checked:
 /// before the first DELETE and at every re-check. `context` opens the message of a webhook that
-/// cannot be read.
+/// cannot be read; `uid` gets the policy's, when it has one. The guard's settings come back read
+/// as the guard reads them.
 async fn read_guard(
     cluster: &Cluster,
     name: &str,
     context: &str,
+    uid: &mut Option<String>,
 ) -> Result<(Guard, Settings), String> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), name)
         .await
         .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {name}: {e}."))?;
+    let read = policy.as_ref().and_then(|p| p.pointer("/metadata/uid"));
+    *uid = read.and_then(serde_json::Value::as_str).map(String::from);
     let settings = check_policy(name, policy.as_ref()).map_err(|r| r.to_string())?;
     let configuration = webhook_configuration_name(name);
     let webhook = cluster
@@ -228,7 +289,7 @@ async fn read_guard(
 /// The pre-flight's reads and checks again, and the probe, trying the last proof's template
 /// first. Any difference from what the pass began with is a change.
 async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
-    let (guard, settings) = read_guard(cluster, &o.guard, "").await?;
+    let (guard, settings) = read_guard(cluster, &o.guard, "", &mut None).await?;
     let configuration = webhook_configuration_name(&o.guard);
     if guard != checked.guard {
         return Err(format!(
@@ -253,6 +314,7 @@ async fn prepare(
     o: &Options,
     now: i64,
     report: &mut Report,
+    uid: &mut Option<String>,
 ) -> Result<(Vec<(ListedTemplate, TemplateLine)>, Checked), String> {
     // who is deleting, before anything else: the guard must judge this very caller
     let username = cluster.who_am_i().await.map_err(|e| {
@@ -260,11 +322,12 @@ async fn prepare(
     })?;
     // the namespaces the guard's webhook never sees, from the webhook itself
     let preflight = "pre-flight check `the guard's webhook is installed` failed: ";
-    let (guard, settings) = read_guard(cluster, &o.guard, preflight).await?;
+    let (guard, settings) = read_guard(cluster, &o.guard, preflight, uid).await?;
     check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
     groups.push(probe::CAPI_GROUP.to_string());
     groups.extend(template_cleanup_core::sources::discovery_groups());
+    groups.push(openreports::GROUP.to_string());
     let served = cluster
         .discover(&groups)
         .await
@@ -314,6 +377,9 @@ async fn prepare(
             age_seconds: template.age(now),
             verdict: "",
             detail: None,
+            kind: template.kind.kind.clone(),
+            uid: template.uid.clone(),
+            outcome: None,
         };
         // a listed template is marked, unless a topology copy opted out: left, saying so
         let verdict = match candidate(&template, now, o.min_age, &declared) {
@@ -348,6 +414,7 @@ async fn prepare(
         candidates,
         Checked {
             guard,
+            openreports: openreports::installed(&served),
             served,
             kinds,
             target: proof.target,

@@ -4,6 +4,9 @@
 use serde::Serialize;
 use template_cleanup_core::answer::TemplateOutcome;
 
+use crate::events::EventCounts;
+use crate::openreports::ReportCounts;
+
 /// Every candidate was deleted, kept, left or already gone.
 pub const OK: u8 = 0;
 /// A DELETE failed.
@@ -40,6 +43,14 @@ pub struct TemplateLine {
     /// Why it was kept or left, or what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The template's kind and uid, for its Event and its Report's result.
+    #[serde(skip)]
+    pub kind: String,
+    #[serde(skip)]
+    pub uid: String,
+    /// The outcome the verdict and detail were made from (`None` until decided).
+    #[serde(skip)]
+    pub outcome: Option<TemplateOutcome>,
 }
 
 /// How many templates got each verdict.
@@ -68,6 +79,13 @@ pub struct Report {
     pub templates: Vec<TemplateLine>,
     #[serde(flatten)]
     pub counts: Counts,
+    /// The pass's Events (`crate::events`); `None` in a dry run, which records none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventCounts>,
+    /// The pass's OpenReports Reports (`crate::openreports`); `None` in a dry run, or when the
+    /// pass stopped before its first DELETE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reports: Option<ReportCounts>,
     /// Why the pass stopped before its first DELETE (exit 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -92,6 +110,11 @@ impl Report {
         if let Some(printer) = self.printer {
             printer(line);
         }
+    }
+
+    /// Prints a line that is not a template's: what became of the pass's Events and Reports.
+    pub fn say(&self, line: &str) {
+        self.print(line);
     }
 
     /// Prints the sources not printed yet: they come before any template's line.
@@ -134,6 +157,7 @@ impl Report {
         self.print_sources();
         line.verdict = outcome.verdict(self.dry_run);
         line.detail = outcome.detail();
+        line.outcome = Some(outcome.clone());
         let c = &mut self.counts;
         *match outcome {
             TemplateOutcome::Deleted => &mut c.deleted,
@@ -188,6 +212,14 @@ impl Report {
         }
         for t in &self.templates {
             out.push_str(&template_line(t));
+            out.push('\n');
+        }
+        let events = self.events.as_ref().map(EventCounts::line);
+        for line in events
+            .iter()
+            .chain(self.reports.as_ref().map(ReportCounts::line).iter())
+        {
+            out.push_str(line);
             out.push('\n');
         }
         out.push_str(&self.closing_line());
@@ -260,6 +292,9 @@ mod tests {
             age_seconds: 3600,
             verdict: "",
             detail: None,
+            kind: "Metal3MachineTemplate".into(),
+            uid: "uid-t".into(),
+            outcome: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod deploy_tools;
 mod guard;
 mod helm_passes;
 mod judged;
+mod recorded;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -147,10 +148,21 @@ struct Fake {
     /// (a dry-run DELETE of a template in use is let through): a mode change during a pass.
     answered: Mutex<usize>,
     monitor_after: Option<usize>,
+    /// Events written, by `namespace/name`, and the answer every Event write gets instead, when
+    /// set (tests/recorded.rs).
+    events: Arc<Mutex<BTreeMap<String, Value>>>,
+    event_answer: Option<Answer>,
+    /// `--events-per-pass`.
+    events_per_pass: usize,
+    /// OpenReports Reports applied, by namespace; `None`: the CRD is not installed.
+    reports: Option<Arc<Mutex<BTreeMap<String, Value>>>>,
 }
 
 impl Fake {
-    fn answer(&self, method: &str, path: &str, query: &str) -> Answer {
+    fn answer(&self, method: &str, path: &str, query: &str, body: &str) -> Answer {
+        if let Some(answer) = recorded::answer(self, method, path, body) {
+            return answer;
+        }
         let path = match path {
             "/apis/infrastructure.cluster.x-k8s.io/v1beta1/metal3machinetemplates" => M3MT_PATH,
             "/api/v1/secrets" => "/api/v1/namespaces/edge/secrets",
@@ -180,6 +192,9 @@ impl Fake {
                 }
                 if self.deployments.is_some() {
                     groups.push(json!({"name": "cluster.x-k8s.io", "versions": [{"groupVersion": "cluster.x-k8s.io/v1beta2", "version": "v1beta2"}], "preferredVersion": {"groupVersion": "cluster.x-k8s.io/v1beta2", "version": "v1beta2"}}));
+                }
+                if self.reports.is_some() {
+                    groups.push(json!({"name": "openreports.io", "versions": [{"groupVersion": "openreports.io/v1alpha1", "version": "v1alpha1"}], "preferredVersion": {"groupVersion": "openreports.io/v1alpha1", "version": "v1alpha1"}}));
                 }
                 if self.flux_helm.is_some() {
                     groups.push(json!({"name": "helm.toolkit.fluxcd.io", "versions": [{"groupVersion": "helm.toolkit.fluxcd.io/v2", "version": "v2"}], "preferredVersion": {"groupVersion": "helm.toolkit.fluxcd.io/v2", "version": "v2"}}));
@@ -311,6 +326,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
     let log = seen.clone();
     let helm_storage = fake.helm_storage.clone();
     let namespaces = fake.namespaces.clone();
+    let fake_cap = fake.events_per_pass;
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
@@ -328,9 +344,9 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
             log.lock().unwrap().push(Seen {
                 method: parts.method.to_string(),
                 uri: format!("{path}?{query}"),
-                body,
+                body: body.clone(),
             });
-            match fake.answer(parts.method.as_str(), &path, &query) {
+            match fake.answer(parts.method.as_str(), &path, &query, &body) {
                 Some((code, json)) => send.send_response(
                     Response::builder()
                         .status(code)
@@ -351,6 +367,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
         guard: GUARD.into(),
         helm_releases,
         helm_storage_namespaces: helm_storage,
+        events_per_pass: fake_cap,
     };
     let report = run(&cluster, &options, NOW, None).await;
     let seen = seen.lock().unwrap().clone();
@@ -390,6 +407,10 @@ fn every_answer() -> Fake {
         user: "system:serviceaccount:capi-system:capi-template-cleanup",
         answered: Mutex::new(0),
         monitor_after: None,
+        events: Arc::default(),
+        event_answer: None,
+        events_per_pass: crate::events::PER_PASS,
+        reports: None,
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
             ("finalized", Some((200, {

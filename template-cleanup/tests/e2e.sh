@@ -89,6 +89,14 @@ template_status() {
 # How many DELETEs the API server received.
 deletes() { grep -c '^DELETE ' "$T/api.log" || true; }
 
+# The Events of namespace $1, one line each: regarding name, reason, series count, note.
+events() {
+  curl -s "http://$API/apis/events.k8s.io/v1/namespaces/$1/events" \
+    | "$JQ" -r '.items[] | "\(.regarding.name) \(.reason) \(.series.count // 1) \(.note)"'
+}
+# The OpenReports Report template-cleanup wrote in namespace edge.
+edge_report() { curl -s "http://$API/apis/openreports.io/v1alpha1/namespaces/edge/reports/template-cleanup"; }
+
 n=0 passed=0 failed=0
 check() { # check "description" command...
   n=$((n + 1))
@@ -120,6 +128,37 @@ check "the JSON report says deleted" is "$("$JQ" -r '.templates[] | select(.name
 check "the JSON report keeps the template in use" is "$("$JQ" -r '.templates[] | select(.name == "in-use") | .verdict' <<<"$OUT")" kept
 check "the free template is deleted" is "$(template_status free)" 404
 check "the template in use is kept" is "$(template_status in-use)" 200
+stop
+
+# What a pass records on the objects (docs/cleanup.md#events-and-reports), with the OpenReports CRD
+# served (a Report is held in another namespace): an Event per template decided, reason and note;
+# one Report for edge; a second pass adds to each Event's series instead of making another.
+start '.capi += [{apiVersion: "openreports.io/v1alpha1", kind: "Report", metadata: {name: "x", namespace: "other"}}]'
+run --dry-run
+check "a dry run records no Event and says so" is "$(events edge | wc -l)/$(grep -c '^events and reports: none written (a dry run writes nothing)$' <<<"$OUT")" 0/1
+run
+check "Events: the kept template's says why, with the guard's text" has "$(events edge | grep '^in-use ')" "in-use TemplateKept 1 Kept: the guard capi-template-guard-cleanup refused its DELETE: Metal3MachineTemplate edge/in-use is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md"
+check "Events: the left template's says why" is "$(events edge | grep '^young ')" "young TemplateLeft 1 No DELETE sent: younger than --min-age (10m); a later pass tries it."
+check "Events: the deleted template's" is "$(events edge | grep '^free ')" "free TemplateDeleted 1 Deleted: the guard capi-template-guard-cleanup let its DELETE through, so nothing it checks still needs this template."
+check "Events: the summary line" has "$OUT" "events: 3 recorded (3 new, 0 added to a series), 0 over the cap of 500 (--events-per-pass), 0 failed"
+check "Report: one for edge, its summary" is "$(edge_report | "$JQ" -c .summary)" '{"error":0,"fail":0,"pass":1,"skip":1,"warn":1}'
+check "Report: the kept template is warn, with the guard's text" has "$(edge_report | "$JQ" -r '.results[] | select(.resources[0].name == "in-use") | "\(.result) \(.rule) \(.policy) \(.message)"')" "warn TemplateKept capi-template-guard-cleanup Kept: the guard capi-template-guard-cleanup refused its DELETE: Metal3MachineTemplate edge/in-use is still in use"
+check "Report: deleted is pass, left is skip" is "$(edge_report | "$JQ" -r '[.results[] | "\(.resources[0].name)=\(.result)"] | sort | join(" ")')" "free=pass in-use=warn young=skip"
+check "Report: the summary line" has "$OUT" "reports: 1 written, 0 failed (openreports.io/v1alpha1 Report template-cleanup, one per namespace"
+run
+check "a second pass: one Event per template and verdict, its series counts 2" is "$(events edge | grep -c '^in-use TemplateKept 2 Kept: ')/$(events edge | grep -c '^in-use ')" 1/1
+check "a second pass: the left template's series too" has "$(events edge | grep '^young ')" "young TemplateLeft 2 No DELETE sent"
+check "a second pass: the summary line" has "$OUT" "events: 2 recorded (0 new, 2 added to a series), 0 over the cap of 500"
+stop
+# The cap: 600 more young templates, 603 decided; the kept and the deleted one come first.
+start '.capi += [range(600) as $i | {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3MachineTemplate",
+    metadata: {name: "y\($i)", namespace: "edge", creationTimestamp: $now,
+               labels: {"capi-template-guard.kubewarden.io/cleanup": "true"}}, spec: {template: {spec: {}}}}]'
+run
+check "600 templates more: exit 0" is "$CODE" 0
+check "600 templates more: the summary says 500 recorded, 103 over the cap" has "$OUT" "events: 500 recorded (500 new, 0 added to a series), 103 over the cap of 500 (--events-per-pass), 0 failed"
+check "600 templates more: 500 Events, the kept and the deleted one among them" is "$(events edge | wc -l) $(events edge | grep -c -E '^(in-use TemplateKept|free TemplateDeleted) ')" "500 2"
+check "no OpenReports CRD: the pass says so once" is "$(grep -c '^reports: not written: the OpenReports CRD (reports.openreports.io, v1alpha1) is not installed$' <<<"$OUT")" 1
 stop
 
 # Namespaces the guard never judges: one its webhook's namespaceSelector leaves out, and the policy
@@ -215,6 +254,7 @@ run
 check "recreated templates: exit 0" is "$CODE" 0
 check "recreated templates: no probe possible" has "$OUT" "probe: no probe possible ("
 check "a recreated template is reported changed" has "$(grep edge/free <<<"$OUT")" "changed          metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/free (age "
+check "a recreated template's Event says so" has "$(events edge | grep '^free ')" "free TemplateChanged 1 Not deleted: changed since it was listed, the next pass looks again (Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"free\": Precondition failed: UID in precondition"
 check "a recreated template is not deleted" is "$(template_status free)" 200
 stop
 
@@ -331,6 +371,7 @@ for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
   check "$what: the message names the check" has "$ERR" "pre-flight check \`$name\` failed"
   check "$what: nothing deleted" is "$(template_status free)$(template_status in-use)" "200200"
   check "$what: no DELETE sent" is "$(deletes)" 0
+  check "$what: recorded as an Event on the guard" has "$(events default)" "capi-template-guard-cleanup CleanupRefused 1 pre-flight check \`$name\` failed"
   stop
 done
 echo "1..$n"

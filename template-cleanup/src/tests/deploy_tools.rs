@@ -102,6 +102,7 @@ fn options(helm_releases: bool, namespaces: Option<&[&str]>) -> Options {
         guard: GUARD.into(),
         helm_releases,
         helm_storage_namespaces: Vec::new(),
+        events_per_pass: crate::events::PER_PASS,
     }
 }
 

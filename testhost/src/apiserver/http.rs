@@ -21,6 +21,7 @@ use crate::engine::{Policy, PolicyModule};
 use crate::host::lock;
 
 mod delete;
+mod write;
 
 /// The webhook kubewarden-controller writes for the ClusterAdmissionPolicy capi-template-guard.
 const WEBHOOK: &str = "clusterwide-capi-template-guard.kubewarden.admission";
@@ -119,6 +120,7 @@ fn now() -> Value {
 
 /// The resource a request names: `/api/v1` or `/apis/{group}/{version}`, then
 /// `[namespaces/{namespace}/]{plural}[/{name}]`.
+#[derive(Clone)]
 struct Target {
     api_version: String,
     kind: String,
@@ -196,7 +198,9 @@ impl Front {
         })
     }
 
-    fn answer(&self, method: &str, url: &str, accept: &str, body: &str) -> Reply {
+    /// `headers`: the request's Accept and Content-Type.
+    fn answer(&self, method: &str, url: &str, headers: [&str; 2], body: &str) -> Reply {
+        let [accept, content_type] = headers;
         let decode =
             |s: &str| String::from(percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy());
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
@@ -258,6 +262,14 @@ impl Front {
             ("DELETE", false) => {
                 drop(api);
                 self.delete(&target, &query, body)
+            }
+            ("POST", true) => {
+                drop(api);
+                self.create(&target, body)
+            }
+            ("PATCH", false) => {
+                drop(api);
+                self.patch(&target, content_type, body)
             }
             _ => page_not_found(),
         }
@@ -367,11 +379,14 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
     let front = Front::new(api, policy, args)?;
     for mut request in server.incoming_requests() {
         let mut body = String::new();
-        let accept = request.headers().iter().find(|h| h.field.equiv("Accept"));
-        let accept = accept.map_or(String::new(), |h| h.value.to_string());
+        let header = |name| {
+            let found = request.headers().iter().find(|h| h.field.equiv(name));
+            found.map_or(String::new(), |h| h.value.to_string())
+        };
+        let (accept, content_type) = (header("Accept"), header("Content-Type"));
         let (method, url) = (request.method().to_string(), request.url().to_string());
         let Reply(code, answer, note) = match request.as_reader().read_to_string(&mut body) {
-            Ok(_) => front.answer(&method, &url, &accept, &body),
+            Ok(_) => front.answer(&method, &url, [&accept, &content_type], &body),
             Err(e) => bad_request(format!("cannot read the request body: {e}")),
         };
         eprintln!("{method} {url} {code} {note}");
@@ -413,7 +428,7 @@ pub(super) mod tests {
         "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/edge/metal3machinetemplates";
 
     pub(super) fn get(front: &Front, url: &str) -> Reply {
-        front.answer("GET", url, "application/json", "")
+        front.answer("GET", url, ["application/json", ""], "")
     }
 
     #[test]
@@ -449,7 +464,7 @@ pub(super) mod tests {
         let Reply(_, page, _) = get(&front, &format!("{M3MT}?labelSelector=tier%21%3Db,%21x"));
         assert_eq!(name(&page), "a");
         let accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        let Reply(_, page, _) = front.answer("GET", M3MT, accept, "");
+        let Reply(_, page, _) = front.answer("GET", M3MT, [accept, ""], "");
         assert_eq!(page["kind"], "PartialObjectMetadataList");
         assert_eq!(page["items"][0]["kind"], "PartialObjectMetadata");
         assert_eq!(page["items"][0].get("spec"), None);

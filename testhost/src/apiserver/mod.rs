@@ -22,8 +22,13 @@ use render::render;
 /// apiVersion, kind, namespace ("" for a cluster-scoped object) and name.
 pub type Key = (String, String, String, String);
 
-/// Core kinds every cluster serves, held or not.
-const BUILT_IN: [(&str, &str); 3] = [("v1", "Namespace"), ("v1", "Secret"), ("v1", "ConfigMap")];
+/// Kinds every cluster serves, held or not.
+const BUILT_IN: [(&str, &str); 4] = [
+    ("v1", "Namespace"),
+    ("v1", "Secret"),
+    ("v1", "ConfigMap"),
+    ("events.k8s.io/v1", "Event"),
+];
 
 /// The simulated cluster(s): the management cluster, and the target of a `clusterctl move`.
 #[derive(Debug, Clone, Default)]

@@ -158,16 +158,16 @@ mod tests {
     fn deletes_check_preconditions_then_the_webhook_then_finalizers() {
         let front = front(&["--failure-policy", "Ignore"]);
         let pre = r#"{"preconditions": {"uid": "other"}}"#;
-        let Reply(code, conflict, _) = front.answer("DELETE", &format!("{M3MT}/a"), "", pre);
+        let Reply(code, conflict, _) = front.answer("DELETE", &format!("{M3MT}/a"), ["", ""], pre);
         let uid = "00000000-0000-4000-8000-000000000001";
         assert_eq!((code, &conflict["reason"]), (409, &json!("Conflict")));
         assert_eq!(conflict["message"], format!("Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\": Precondition failed: UID in precondition: other, UID in object meta: {uid}"));
-        let dry = front.answer("DELETE", &format!("{M3MT}/a?dryRun=All"), "", "");
+        let dry = front.answer("DELETE", &format!("{M3MT}/a?dryRun=All"), ["", ""], "");
         assert_eq!((dry.0, get(&front, &format!("{M3MT}/a")).0), (200, 200));
-        let Reply(code, marked, _) = front.answer("DELETE", &format!("{M3MT}/b"), "", "");
+        let Reply(code, marked, _) = front.answer("DELETE", &format!("{M3MT}/b"), ["", ""], "");
         assert!(code == 200 && marked["metadata"]["deletionTimestamp"].is_string());
         let pre = format!(r#"{{"preconditions": {{"uid": "{uid}"}}}}"#);
-        let Reply(code, _, _) = front.answer("DELETE", &format!("{M3MT}/a"), "", &pre);
+        let Reply(code, _, _) = front.answer("DELETE", &format!("{M3MT}/a"), ["", ""], &pre);
         let Reply(gone, status, _) = get(&front, &format!("{M3MT}/a"));
         assert_eq!((code, gone), (200, 404));
         let message = "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\" not found";
