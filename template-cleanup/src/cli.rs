@@ -72,6 +72,13 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = crate::events::PER_PASS)]
     pub events_per_pass: usize,
 
+    /// Send no DELETE once the pass has run this long, as in 12m; the templates left are reported
+    /// `not tried`, and a later pass starts at another quarter of them. The default ends a pass
+    /// three minutes before the example Job's activeDeadlineSeconds (900), leaving the time to
+    /// write its Events and Reports; not 0. Every pass sends at least one DELETE
+    #[arg(long, value_name = "DURATION", default_value = "12m", value_parser = parse_time_limit)]
+    pub time_limit: Duration,
+
     /// Output format: one line per template, or one JSON document
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
@@ -103,6 +110,15 @@ pub fn parse_request_timeout(text: &str) -> Result<Duration, String> {
         text,
         "--request-timeout",
         "every request would time out before it is sent.",
+    )
+}
+
+/// `--time-limit`.
+pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
+    positive(
+        text,
+        "--time-limit",
+        "the pass would stop after its first DELETE; set the Job's activeDeadlineSeconds and this limit together.",
     )
 }
 
@@ -211,6 +227,16 @@ mod tests {
         assert!(
             parsed.all_namespaces && !parsed.dry_run,
             "the example collects cluster-wide, for real"
+        );
+        // The pass stops sending DELETEs before the Job's deadline kills it, with a minute to
+        // spare for its Events and Reports.
+        let deadline = cronjob["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            parsed.time_limit.as_secs() + 60 <= deadline,
+            "--time-limit {:?} must end the pass well before activeDeadlineSeconds {deadline}",
+            parsed.time_limit
         );
     }
 }

@@ -38,6 +38,8 @@ pub struct Options {
     pub helm_storage_namespaces: Vec<String>,
     /// `--events-per-pass`.
     pub events_per_pass: usize,
+    /// `--time-limit`: no DELETE is sent once the pass has run this long.
+    pub time_limit: std::time::Duration,
 }
 
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
@@ -71,6 +73,7 @@ pub async fn main(args: Args) -> u8 {
         helm_releases: args.helm_releases,
         helm_storage_namespaces: args.helm_storage_namespace.clone(),
         events_per_pass: args.events_per_pass,
+        time_limit: args.time_limit,
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -149,6 +152,7 @@ struct Checked {
 /// One pass at time `now` (seconds since the epoch); `printer` gets each line of the report as
 /// it is decided.
 pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printer) -> Report {
+    let started = tokio::time::Instant::now();
     let mut report = Report::new(options.dry_run, &options.guard, printer);
     let mut uid = None;
     let prepared = prepare(cluster, options, now, &mut report, &mut uid).await;
@@ -170,9 +174,20 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
             return report;
         }
     };
-    let mut stopped = false;
+    let (mut stopped, mut out_of_time) = (false, false);
     let (mut sent, mut last_check) = (0, tokio::time::Instant::now());
     for (template, line) in candidates {
+        // The Job's deadline would kill the pass mid-DELETE, with no report and no Events: stop
+        // sending at the time limit instead. At least one DELETE each pass, so a slow start
+        // cannot starve every pass.
+        if !stopped && !out_of_time && sent > 0 && started.elapsed() >= options.time_limit {
+            out_of_time = true;
+            report.out_of_time(sent, options.time_limit);
+        }
+        if out_of_time {
+            report.outcome(line, TemplateOutcome::NotTried);
+            continue;
+        }
         if !stopped
             && sent > 0
             && (sent % RECHECK_DELETES == 0 || last_check.elapsed() >= RECHECK_AFTER)

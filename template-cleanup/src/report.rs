@@ -152,6 +152,16 @@ impl Report {
         ));
     }
 
+    /// Says that the pass reached its time limit after `sent` DELETEs: the rest are `not tried`,
+    /// and the pass still exits as its answers say (a limit reached is no failure).
+    pub fn out_of_time(&mut self, sent: usize, limit: std::time::Duration) {
+        self.print_sources();
+        self.print(&format!(
+            "time limit: the pass has run {} (--time-limit) and sends no more DELETEs after {sent}; every later template is `not tried`, and the next pass starts at another quarter of them (docs/cleanup.md).",
+            humantime::format_duration(limit)
+        ));
+    }
+
     /// Records and prints one template's outcome.
     pub fn outcome(&mut self, mut line: TemplateLine, outcome: TemplateOutcome) {
         self.print_sources();

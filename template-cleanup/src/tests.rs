@@ -154,6 +154,8 @@ struct Fake {
     event_answer: Option<Answer>,
     /// `--events-per-pass`.
     events_per_pass: usize,
+    /// `--time-limit`.
+    time_limit: Duration,
     /// OpenReports Reports applied, by namespace; `None`: the CRD is not installed.
     reports: Option<Arc<Mutex<BTreeMap<String, Value>>>>,
 }
@@ -327,6 +329,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
     let helm_storage = fake.helm_storage.clone();
     let namespaces = fake.namespaces.clone();
     let fake_cap = fake.events_per_pass;
+    let time_limit = fake.time_limit;
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Some((request, send)) = handle.next_request().await {
@@ -368,6 +371,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
         helm_releases,
         helm_storage_namespaces: helm_storage,
         events_per_pass: fake_cap,
+        time_limit,
     };
     let report = run(&cluster, &options, NOW, None).await;
     let seen = seen.lock().unwrap().clone();
@@ -410,6 +414,7 @@ fn every_answer() -> Fake {
         events: Arc::default(),
         event_answer: None,
         events_per_pass: crate::events::PER_PASS,
+        time_limit: Duration::from_secs(720),
         reports: None,
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
@@ -599,4 +604,24 @@ async fn refused_before_any_delete(fake: Fake, error: &str) {
     assert_eq!(text.matches("Nothing was deleted").count(), 1, "{text}");
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert!(!seen.iter().any(|s| s.method == "DELETE"), "{seen:?}");
+}
+
+/// At the time limit the pass sends no more DELETEs: the rest are `not tried`, and at least one
+/// DELETE is sent however long the pass took to start. Without the limit all eight candidates
+/// would be tried.
+#[tokio::test(start_paused = true)]
+async fn the_time_limit_stops_the_deletes_and_reports_the_rest() {
+    let mut fake = every_answer();
+    fake.time_limit = Duration::ZERO;
+    let (report, seen) = pass(fake, false).await;
+    let real_deletes = seen
+        .iter()
+        .filter(|s| s.method == "DELETE" && !s.body.contains("dryRun"))
+        .count();
+    assert_eq!(real_deletes, 1, "{seen:?}");
+    assert_eq!(report.counts.not_tried, 7, "{}", report.closing_line());
+    assert_eq!(
+        report.counts.left, 1,
+        "the young template is left, not counted as not tried"
+    );
 }

@@ -103,6 +103,7 @@ fn options(helm_releases: bool, namespaces: Option<&[&str]>) -> Options {
         helm_releases,
         helm_storage_namespaces: Vec::new(),
         events_per_pass: crate::events::PER_PASS,
+        time_limit: Duration::from_secs(720),
     }
 }
 
