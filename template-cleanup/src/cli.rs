@@ -84,6 +84,23 @@ pub struct Args {
     pub output: Output,
 }
 
+/// What a pass needs from the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
+    pub dry_run: bool,
+    pub min_age: i64,
+    pub guard: String,
+    pub helm_releases: bool,
+    /// More namespaces whose Helm release Secrets are read (`--helm-storage-namespace`).
+    pub helm_storage_namespaces: Vec<String>,
+    /// `--events-per-pass`.
+    pub events_per_pass: usize,
+    /// `--time-limit`: no DELETE is sent once the pass has run this long.
+    pub time_limit: std::time::Duration,
+}
+
 /// A positive duration as humantime reads it: `90s`, `10m`, `1h30m`, `2d`.
 fn positive(text: &str, flag: &str, zero: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(text).map_err(|e| {

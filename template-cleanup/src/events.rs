@@ -18,13 +18,12 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use serde::Serialize;
 use serde_json::json;
 use template_cleanup_core::answer::TemplateOutcome;
 use template_cleanup_core::select::Skip;
 
 use crate::api::{CallError, Cluster};
-use crate::report::{age, Report, TemplateLine};
+use crate::report::{age, EventCounts, Report, TemplateLine};
 
 /// `reportingController`, and `reportingInstance` too: the same for every pass, so that a later
 /// pass can add to an Event's series (the field is immutable).
@@ -48,29 +47,6 @@ pub struct Record {
     pub reason: &'static str,
     pub action: &'static str,
     pub note: String,
-}
-
-/// How the pass's Events went, for its summary line.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventCounts {
-    /// `--events-per-pass`.
-    pub cap: usize,
-    /// Created, or added to an earlier pass's series.
-    pub recorded: usize,
-    pub new: usize,
-    pub series: usize,
-    pub over_cap: usize,
-    pub failed: usize,
-}
-
-impl EventCounts {
-    pub fn line(&self) -> String {
-        format!(
-            "events: {} recorded ({} new, {} added to a series), {} over the cap of {} (--events-per-pass), {} failed",
-            self.recorded, self.new, self.series, self.over_cap, self.cap, self.failed
-        )
-    }
 }
 
 /// The reason of a template's Event, and whether it is a warning: the verdict, in CamelCase.

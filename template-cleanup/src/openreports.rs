@@ -9,14 +9,13 @@
 use std::collections::BTreeMap;
 
 use kube::api::ApiResource;
-use serde::Serialize;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::TemplateOutcome;
 use template_cleanup_core::guard::Served;
 
 use crate::api::Cluster;
 use crate::events;
-use crate::report::{Report, TemplateLine};
+use crate::report::{Report, ReportCounts, TemplateLine};
 
 pub const GROUP: &str = "openreports.io";
 const VERSION: &str = "v1alpha1";
@@ -60,30 +59,6 @@ pub fn result(outcome: &TemplateOutcome) -> &'static str {
             "skip"
         }
         TemplateOutcome::Failed(_) => "error",
-    }
-}
-
-/// What the Reports of a pass came to, for its summary line.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReportCounts {
-    /// The OpenReports CRD is served (at v1alpha1).
-    pub installed: bool,
-    pub written: usize,
-    pub failed: usize,
-    /// Results beyond [`MAX_RESULTS`] in a namespace, left out.
-    pub left_out: usize,
-}
-
-impl ReportCounts {
-    pub fn line(&self) -> String {
-        if !self.installed {
-            return "reports: not written: the OpenReports CRD (reports.openreports.io, v1alpha1) is not installed".into();
-        }
-        format!(
-            "reports: {} written, {} failed (openreports.io/v1alpha1 Report {NAME}, one per namespace; {} results over {MAX_RESULTS} per Report left out)",
-            self.written, self.failed, self.left_out
-        )
     }
 }
 
@@ -166,6 +141,8 @@ pub async fn write(
 ) {
     let mut counts = ReportCounts {
         installed,
+        name: NAME,
+        max_results: MAX_RESULTS,
         ..ReportCounts::default()
     };
     if installed {

@@ -20,27 +20,10 @@ use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 use crate::api::{CallError, Cluster};
-use crate::cli::{Args, Output};
+use crate::cli::{Args, Options, Output};
 use crate::probe::{self, Proof};
 use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
 use crate::{events, openreports};
-
-/// What a pass needs from the command line.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// `None`: every namespace.
-    pub namespaces: Option<Vec<String>>,
-    pub dry_run: bool,
-    pub min_age: i64,
-    pub guard: String,
-    pub helm_releases: bool,
-    /// More namespaces whose Helm release Secrets are read (`--helm-storage-namespace`).
-    pub helm_storage_namespaces: Vec<String>,
-    /// `--events-per-pass`.
-    pub events_per_pass: usize,
-    /// `--time-limit`: no DELETE is sent once the pass has run this long.
-    pub time_limit: std::time::Duration,
-}
 
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns
 /// the exit code.

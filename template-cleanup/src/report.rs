@@ -4,9 +4,6 @@
 use serde::Serialize;
 use template_cleanup_core::answer::TemplateOutcome;
 
-use crate::events::EventCounts;
-use crate::openreports::ReportCounts;
-
 /// Every candidate was deleted, kept, left or already gone.
 pub const OK: u8 = 0;
 /// A DELETE failed.
@@ -275,6 +272,58 @@ pub fn age(seconds: i64) -> String {
         (0, 0, _) => format!("{m}m"),
         (0, _, _) => format!("{h}h{m}m"),
         _ => format!("{d}d{h}h"),
+    }
+}
+
+/// How the pass's Events went, for its summary line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventCounts {
+    /// `--events-per-pass`.
+    pub cap: usize,
+    /// Created, or added to an earlier pass's series.
+    pub recorded: usize,
+    pub new: usize,
+    pub series: usize,
+    pub over_cap: usize,
+    pub failed: usize,
+}
+
+impl EventCounts {
+    pub fn line(&self) -> String {
+        format!(
+            "events: {} recorded ({} new, {} added to a series), {} over the cap of {} (--events-per-pass), {} failed",
+            self.recorded, self.new, self.series, self.over_cap, self.cap, self.failed
+        )
+    }
+}
+
+/// What the Reports of a pass came to, for its summary line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportCounts {
+    /// The OpenReports CRD is served (at v1alpha1).
+    pub installed: bool,
+    pub written: usize,
+    pub failed: usize,
+    /// Results beyond `max_results` in a namespace, left out.
+    pub left_out: usize,
+    /// Each Report's name, and how many results one holds at most.
+    #[serde(skip)]
+    pub name: &'static str,
+    #[serde(skip)]
+    pub max_results: usize,
+}
+
+impl ReportCounts {
+    pub fn line(&self) -> String {
+        if !self.installed {
+            return "reports: not written: the OpenReports CRD (reports.openreports.io, v1alpha1) is not installed".into();
+        }
+        format!(
+            "reports: {} written, {} failed (openreports.io/v1alpha1 Report {}, one per namespace; {} results over {} per Report left out)",
+            self.written, self.failed, self.name, self.left_out, self.max_results
+        )
     }
 }
 

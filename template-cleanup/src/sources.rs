@@ -11,7 +11,7 @@ use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, S
 use template_cleanup_core::ServedKind;
 
 use crate::api::Cluster;
-use crate::pass::Options;
+use crate::cli::Options;
 use crate::report::{Report, SourceLine};
 
 /// The served version of a source's kind, the preferred one first.

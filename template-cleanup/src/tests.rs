@@ -20,7 +20,8 @@ use rstest::rstest;
 use serde_json::{json, Value};
 
 use crate::api::{per_attempt, retrying_reads, Cluster};
-use crate::pass::{run, Options};
+use crate::cli::Options;
+use crate::pass::run;
 use crate::report::{Report, CANNOT_RUN, FAILED, OK};
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
