@@ -13,8 +13,9 @@ use guard::catalogue::{resources_read, CRD, PROVIDERS};
 
 use super::{read, root};
 
-/// The DELETE rules of every provider's templates, one per group, plurals sorted, at `indent`.
-fn guarded_rules(indent: usize) -> String {
+/// One rule per group of the provider table, plurals sorted, at `indent`; `tail` closes each
+/// rule (its operations or verbs).
+fn provider_rules(indent: usize, head: &str, tail: &str) -> String {
     let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut order = Vec::new();
     for provider in PROVIDERS {
@@ -32,14 +33,31 @@ fn guarded_rules(indent: usize) -> String {
         let mut plurals = by_group[group].clone();
         plurals.sort_unstable();
         out += &format!(
-            "{pad}- apiGroups: [\"{group}\"]\n{pad}  apiVersions: [\"*\"]\n{pad}  resources:\n"
+            "{pad}- apiGroups: [\"{group}\"]\n{head}",
+            head = head.replace("{pad}", &pad)
         );
+        out += &format!("{pad}  resources:\n");
         for plural in plurals {
             out += &format!("{pad}    - {plural}\n");
         }
-        out += &format!("{pad}  operations: [\"DELETE\"]\n");
+        out += &format!("{pad}  {tail}\n");
     }
     out
+}
+
+/// The guard's DELETE rules: every provider's templates, at every version.
+fn guarded_rules(indent: usize) -> String {
+    provider_rules(
+        indent,
+        "{pad}  apiVersions: [\"*\"]\n",
+        "operations: [\"DELETE\"]",
+    )
+}
+
+/// template-cleanup's grant on the templates: list them, delete them one by one; the same
+/// groups and plurals as the guard's rules, so that it collects what the guard guards.
+fn cleanup_template_rules(indent: usize) -> String {
+    provider_rules(indent, "", "verbs: [\"get\", \"list\", \"delete\"]")
 }
 
 /// Every kind the policy reads, at each version it can read it: the CRDs first, then by
@@ -119,6 +137,11 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
             context_aware_resources(4),
         ),
         ("examples/rbac.yaml", "reader-rules", reader_rules(2)),
+        (
+            "examples/cleanup/component/cleanup.yaml",
+            "template-rules",
+            cleanup_template_rules(2),
+        ),
     ]
 }
 
