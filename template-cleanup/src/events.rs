@@ -54,7 +54,9 @@ pub fn reason(outcome: &TemplateOutcome) -> (&'static str, bool) {
     match outcome {
         TemplateOutcome::Deleted => ("TemplateDeleted", false),
         TemplateOutcome::DeletionStarted => ("TemplateDeletionStarted", false),
-        TemplateOutcome::KeptByGuard(_) => ("TemplateKept", false),
+        TemplateOutcome::KeptByGuard(_) | TemplateOutcome::KeptByDecision(_) => {
+            ("TemplateKept", false)
+        }
         TemplateOutcome::Left(_) => ("TemplateLeft", false),
         TemplateOutcome::Gone => ("TemplateAlreadyGone", false),
         TemplateOutcome::Changed(_) => ("TemplateChanged", false),
@@ -77,6 +79,9 @@ pub fn note(outcome: &TemplateOutcome, guard: &str, min_age: i64) -> String {
         TemplateOutcome::KeptByGuard(text) => {
             format!("Kept: the guard {guard} refused its DELETE: {text}")
         }
+        TemplateOutcome::KeptByDecision(text) => format!(
+            "Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: {text}"
+        ),
         TemplateOutcome::Left(Skip::TooYoung) => format!(
             "No DELETE sent: younger than --min-age ({}); a later pass tries it.",
             age(min_age)
@@ -112,7 +117,8 @@ pub fn for_template(
 ) -> Record {
     let (reason, warning) = reason(outcome);
     let action = match outcome {
-        TemplateOutcome::Left(_) => "Select",
+        // no DELETE was sent for these
+        TemplateOutcome::Left(_) | TemplateOutcome::KeptByDecision(_) => "Select",
         _ => "Delete",
     };
     Record {
@@ -279,7 +285,7 @@ fn priority(outcome: &TemplateOutcome) -> u8 {
     match outcome {
         TemplateOutcome::Failed(_) => 0,
         TemplateOutcome::NotTried => 1,
-        TemplateOutcome::KeptByGuard(_) => 2,
+        TemplateOutcome::KeptByGuard(_) | TemplateOutcome::KeptByDecision(_) => 2,
         TemplateOutcome::Changed(_) => 3,
         TemplateOutcome::DeletionStarted => 4,
         TemplateOutcome::Deleted => 5,

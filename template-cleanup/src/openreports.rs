@@ -54,7 +54,7 @@ pub fn result(outcome: &TemplateOutcome) -> &'static str {
         TemplateOutcome::Deleted | TemplateOutcome::DeletionStarted | TemplateOutcome::Gone => {
             "pass"
         }
-        TemplateOutcome::KeptByGuard(_) => "warn",
+        TemplateOutcome::KeptByGuard(_) | TemplateOutcome::KeptByDecision(_) => "warn",
         TemplateOutcome::Left(_) | TemplateOutcome::Changed(_) | TemplateOutcome::NotTried => {
             "skip"
         }

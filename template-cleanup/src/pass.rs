@@ -14,7 +14,7 @@ use template_cleanup_core::guard::{
     check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
     rule_groups, webhook_configuration_name, Guard, Served,
 };
-use template_cleanup_core::probe::Named;
+use template_cleanup_core::probe::{Deployments, Named, Verdict};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
 use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
@@ -128,6 +128,10 @@ struct Checked {
     kinds: Vec<ServedKind>,
     /// The template whose refusal proved the guard judges (`None`: no probe possible).
     target: Option<Named>,
+    /// The deployed guard's settings, and the MachineDeployments the probe listed: the guard's
+    /// own decision before each DELETE.
+    settings: Settings,
+    deployments: Deployments,
     /// The OpenReports CRD is served (`crate::openreports`).
     openreports: bool,
 }
@@ -180,6 +184,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
                 Ok(proof) => {
                     report.reprobe(sent, &proof.line);
                     checked.target = proof.target;
+                    checked.deployments = proof.deployments;
                 }
                 Err(reason) => {
                     stopped = true;
@@ -192,6 +197,18 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         if stopped {
             report.outcome(line, TemplateOutcome::NotTried);
             continue;
+        }
+        // The guard's own decision first, over what the probe listed: a template it keeps is
+        // never sent a DELETE, whatever mode the deployed guard is in. The live webhook stays
+        // the authority for everything else, and for what changed since the list.
+        if let Some(guarded) = &template.guarded {
+            let verdict = checked
+                .deployments
+                .decide(guarded, &BTreeMap::new(), &checked.settings);
+            if let Verdict::Keeps(text) = verdict {
+                report.outcome(line, TemplateOutcome::KeptByDecision(text));
+                continue;
+            }
         }
         sent += 1;
         let outcome = match cluster.delete(&template, options.dry_run).await {
@@ -416,6 +433,8 @@ async fn prepare(
             served,
             kinds,
             target: proof.target,
+            settings,
+            deployments: proof.deployments,
         },
     ))
 }

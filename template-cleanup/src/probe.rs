@@ -22,10 +22,13 @@ const MOVES: usize = 2;
 
 /// What the probe found: the report's line, and the template whose refusal proved it (`None`:
 /// no probe possible), which a re-probe during the pass tries first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Proof {
     pub line: String,
     pub target: Option<Named>,
+    /// The MachineDeployments it listed, as the guard reads them: the pass decides with them
+    /// before each DELETE.
+    pub deployments: Deployments,
 }
 
 /// What the probe works within: the guard's policy name, the served and collected kinds, the
@@ -72,16 +75,20 @@ pub async fn run(
         matching.sort_by_key(|s| !s.preferred);
         matching.first().map(|s| s.kind.clone())
     };
-    let none = |why: &str| {
+    let none = |why: &str, deployments: Deployments| {
         Ok(Proof {
             line: format!(
                 "no probe possible ({why}); the pass relies on the checks of the guard's policy and webhook"
             ),
             target: None,
+            deployments,
         })
     };
     let Some(deployments) = preferred(MACHINE_DEPLOYMENT) else {
-        return none("Cluster API's MachineDeployments are not served");
+        return none(
+            "Cluster API's MachineDeployments are not served",
+            Deployments::default(),
+        );
     };
     // only what the guard reads is kept of each MachineDeployment, page by page
     let mut listed = Deployments::default();
@@ -164,6 +171,7 @@ pub async fn run(
                             "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
                         ),
                         target: Some(target),
+                        deployments: listed,
                     })
                 }
                 Probe::Moved => continue,
@@ -184,7 +192,10 @@ pub async fn run(
             moved.join(", ")
         ));
     }
-    none("no MachineDeployment in a namespace collected in names a live template of a kind collected")
+    none(
+        "no MachineDeployment in a namespace collected in names a live template of a kind collected",
+        listed,
+    )
 }
 
 /// The states of the Clusters that own `template`, as the guard reads its owners: the guard

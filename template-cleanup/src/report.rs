@@ -169,7 +169,7 @@ impl Report {
         *match outcome {
             TemplateOutcome::Deleted => &mut c.deleted,
             TemplateOutcome::DeletionStarted => &mut c.deletion_started,
-            TemplateOutcome::KeptByGuard(_) => &mut c.kept,
+            TemplateOutcome::KeptByGuard(_) | TemplateOutcome::KeptByDecision(_) => &mut c.kept,
             TemplateOutcome::Left(_) => &mut c.left,
             TemplateOutcome::Gone => &mut c.already_gone,
             TemplateOutcome::Changed(_) => &mut c.changed,

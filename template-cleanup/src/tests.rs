@@ -398,7 +398,7 @@ fn every_answer() -> Fake {
     Fake {
         policy: Some((200, policy())),
         webhook: webhook(outside(&["kubewarden"])),
-        templates: ["finalized", "forbidden", "free", "gone", "in-use", "orphaned", "recreated", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
+        templates: ["finalized", "forbidden", "free", "gone", "in-use", "orphaned", "recreated", "refused", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
         flux: None,
         helm: BTreeMap::new(),
         flux_helm: None,
@@ -425,7 +425,11 @@ fn every_answer() -> Fake {
                 t["metadata"]["finalizers"] = json!(["example.com/hold"]);
                 t
             }))),
+            // the probe's dry run of in-use; its real DELETE is never sent (the guard's own
+            // decision keeps it)
             ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
+            // what no MachineDeployment names, only the deployed guard keeps
+            ("refused", status(409, "", &format!("{DENIED}refused is referenced by MachineSet edge/md-7f9c"))),
             // the registry's NotFound names the template itself in its details
             ("gone", with_details(status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found"), "metal3machinetemplates", "gone")),
             // a webhook's namespaceSelector on a Namespace that was force-finalized: the template
@@ -464,7 +468,8 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
     for (name, verdict, detail) in [
         ("free", "deleted", ""),
         ("finalized", "deletion started", ""),
-        ("in-use", "kept", "in-use is referenced by MachineSet edge/md-7f9c"),
+        ("in-use", "kept", "no DELETE sent: the guard's own decision over what this pass listed keeps it: "),
+        ("refused", "kept", "refused is referenced by MachineSet edge/md-7f9c"),
         ("gone", "already gone", ""),
         ("orphaned", "failed", "404 NotFound: namespaces \"edge\" not found: its namespace edge does not exist"),
         ("forbidden", "failed", "403 Forbidden: "),
@@ -476,7 +481,7 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
     }
     assert_eq!(
         report.closing_line(),
-        "deleted 1, deletion started 1, kept 1, left 1, already gone 1, changed 1, failed 3, not tried 0"
+        "deleted 1, deletion started 1, kept 2, left 1, already gone 1, changed 1, failed 3, not tried 0"
     );
     assert_eq!(report.exit_code(), FAILED);
     assert!(
@@ -609,7 +614,7 @@ async fn refused_before_any_delete(fake: Fake, error: &str) {
 
 /// At the time limit the pass sends no more DELETEs: the rest are `not tried`, and at least one
 /// DELETE is sent however long the pass took to start. Without the limit all eight candidates
-/// would be tried.
+/// that reach the webhook would be tried (in-use is kept by the guard's own decision first).
 #[tokio::test(start_paused = true)]
 async fn the_time_limit_stops_the_deletes_and_reports_the_rest() {
     let mut fake = every_answer();
@@ -620,9 +625,43 @@ async fn the_time_limit_stops_the_deletes_and_reports_the_rest() {
         .filter(|s| s.method == "DELETE" && !s.body.contains("dryRun"))
         .count();
     assert_eq!(real_deletes, 1, "{seen:?}");
-    assert_eq!(report.counts.not_tried, 7, "{}", report.closing_line());
+    assert_eq!(report.counts.not_tried, 8, "{}", report.closing_line());
     assert_eq!(
         report.counts.left, 1,
         "the young template is left, not counted as not tried"
+    );
+}
+
+/// The guard's own decision before each DELETE: a template a MachineDeployment uses is never
+/// sent a real DELETE, even when the guard's pods switch to monitor mode right after the probe
+/// (every later DELETE would be let through). Without that decision, in-use would be deleted.
+#[tokio::test(start_paused = true)]
+async fn a_template_the_guards_decision_keeps_gets_no_delete_in_monitor_mode() {
+    let mut fake = every_answer();
+    fake.monitor_after = Some(1);
+    let (report, seen) = pass(fake, false).await;
+    let in_use: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.method == "DELETE" && s.uri.contains("/in-use?"))
+        .collect();
+    assert_eq!(in_use.len(), 1, "only the probe's: {in_use:?}");
+    assert!(in_use[0].body.contains("dryRun"), "{in_use:?}");
+    let line = report
+        .templates
+        .iter()
+        .find(|t| t.name == "in-use")
+        .unwrap();
+    assert_eq!(line.verdict, "kept");
+    assert!(
+        line.detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("is still in use")
+            || line
+                .detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("MachineDeployment"),
+        "{line:?}"
     );
 }

@@ -38,6 +38,9 @@ pub enum TemplateOutcome {
     DeletionStarted,
     /// The guard refused: its text.
     KeptByGuard(String),
+    /// No DELETE sent: the guard's own decision, taken by template-cleanup over what it listed,
+    /// keeps it. The guard's text.
+    KeptByDecision(String),
     /// No DELETE sent: why (declared, too young, being deleted, never judged).
     Left(Skip),
     /// 404: already gone.
@@ -59,7 +62,7 @@ impl TemplateOutcome {
             TemplateOutcome::Deleted => "deleted",
             TemplateOutcome::DeletionStarted if dry_run => "would start deletion",
             TemplateOutcome::DeletionStarted => "deletion started",
-            TemplateOutcome::KeptByGuard(_) => "kept",
+            TemplateOutcome::KeptByGuard(_) | TemplateOutcome::KeptByDecision(_) => "kept",
             TemplateOutcome::Left(_) => "left",
             TemplateOutcome::Gone => "already gone",
             TemplateOutcome::Changed(_) => "changed",
@@ -76,6 +79,9 @@ impl TemplateOutcome {
             }
             TemplateOutcome::Changed(text) => Some(format!(
                 "changed since it was listed, the next pass looks again ({text})"
+            )),
+            TemplateOutcome::KeptByDecision(text) => Some(format!(
+                "no DELETE sent: the guard's own decision over what this pass listed keeps it: {text}"
             )),
             TemplateOutcome::Left(skip) => Some(skip.to_string()),
             TemplateOutcome::NotTried => {

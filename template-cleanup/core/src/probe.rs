@@ -121,10 +121,21 @@ impl Deployments {
                 target.kind, target.group
             ));
         };
-        let template = match read_template(target, class, template) {
-            Ok(template) => template,
-            Err(why) => return Verdict::Releases(why),
-        };
+        match read_template(target, class, template) {
+            Ok(template) => self.decide(&template, clusters, settings),
+            Err(why) => Verdict::Releases(why),
+        }
+    }
+
+    /// The guard's decision on a template it has read, as [`Deployments::guard_decides`]. A
+    /// Cluster not in `clusters` counts as gone, which lets go of more, never less: a template
+    /// kept here is kept by the deployed guard too.
+    pub fn decide(
+        &self,
+        template: &Template,
+        clusters: &BTreeMap<String, ClusterState>,
+        settings: &Settings,
+    ) -> Verdict {
         let mut listed = Listed {
             deployments: self
                 .by_namespace
@@ -132,13 +143,11 @@ impl Deployments {
                 .map_or(&[][..], Vec::as_slice),
             clusters,
         };
-        match decide(&template, settings, &mut listed) {
-            Ok(Decision::Keep(referrers)) => Verdict::Keeps(message::in_use(&template, &referrers)),
-            Ok(Decision::Release(reason)) => {
-                Verdict::Releases(message::released(&template, reason))
-            }
+        match decide(template, settings, &mut listed) {
+            Ok(Decision::Keep(referrers)) => Verdict::Keeps(message::in_use(template, &referrers)),
+            Ok(Decision::Release(reason)) => Verdict::Releases(message::released(template, reason)),
             // Listed answers every lookup; kept for the trait's sake.
-            Err(error) => Verdict::Releases(message::lookup_failed(&template, &error)),
+            Err(error) => Verdict::Releases(message::lookup_failed(template, &error)),
         }
     }
 }
@@ -240,8 +249,8 @@ pub fn judge(guard: &str, answer: Option<&Refused>) -> Probe {
             "2xx: the DELETE would have gone through, so the pods that answer do not refuse it (monitor mode, an older configuration, or rules that miss it)".to_string(),
         ),
         TemplateOutcome::Failed(text) => Probe::NotJudged(text),
-        TemplateOutcome::Left(_) | TemplateOutcome::NotTried => {
-            Probe::NotJudged("no answer".to_string())
-        }
+        TemplateOutcome::Left(_)
+        | TemplateOutcome::NotTried
+        | TemplateOutcome::KeptByDecision(_) => Probe::NotJudged("no answer".to_string()),
     }
 }

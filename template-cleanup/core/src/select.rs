@@ -24,6 +24,9 @@ pub struct ListedTemplate {
     pub created: i64,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// The template as the guard's decision reads it (its metadata: owning Clusters, the move
+    /// annotation); `None` for a kind the guard does not protect.
+    pub guarded: Option<guard::capi::Template>,
 }
 
 impl ListedTemplate {
@@ -73,7 +76,11 @@ impl ListedTemplate {
                     .collect()
             })
             .unwrap_or_default();
+        let guarded = guard::catalogue::template_class(&kind.group, &kind.kind).and_then(|class| {
+            guard::capi::Template::from_object(&kind.group, &kind.kind, class, item).ok()
+        });
         Ok(ListedTemplate {
+            guarded,
             kind: kind.clone(),
             namespace,
             name,

@@ -15,6 +15,7 @@ use common::{m3mt, oref, INFRA};
 
 fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> ListedTemplate {
     ListedTemplate {
+        guarded: None,
         kind: m3mt("v1beta1"),
         namespace: "edge".into(),
         name: "t1".into(),

@@ -121,7 +121,13 @@ async fn every_verdict_is_recorded_on_its_template() {
         (e.1.as_str(), e.2.as_str(), e.3)
     };
     assert_eq!(reason("free"), ("TemplateDeleted", "Deleted: the guard capi-template-guard-cleanup let its DELETE through, so nothing it checks still needs this template.", 1));
-    assert_eq!(reason("in-use"), ("TemplateKept", "Kept: the guard capi-template-guard-cleanup refused its DELETE: in-use is referenced by MachineSet edge/md-7f9c", 1));
+    assert_eq!(reason("refused"), ("TemplateKept", "Kept: the guard capi-template-guard-cleanup refused its DELETE: refused is referenced by MachineSet edge/md-7f9c", 1));
+    assert_eq!(reason("in-use").0, "TemplateKept");
+    assert!(
+        reason("in-use").1.starts_with("Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: "),
+        "{:?}",
+        reason("in-use")
+    );
     assert_eq!(reason("young").0, "TemplateLeft");
     assert_eq!(
         reason("young").1,
@@ -132,12 +138,12 @@ async fn every_verdict_is_recorded_on_its_template() {
     assert_eq!(reason("forbidden").0, "DeleteFailed");
     assert_eq!(reason("finalized").0, "TemplateDeletionStarted");
     assert_eq!(reason("gone").0, "TemplateAlreadyGone");
-    assert_eq!(recorded.len(), 9);
+    assert_eq!(recorded.len(), 10);
     let event = store
         .lock()
         .unwrap()
         .values()
-        .find(|e| e["regarding"]["name"] == "in-use")
+        .find(|e| e["regarding"]["name"] == "refused")
         .cloned()
         .unwrap();
     assert_eq!(
@@ -149,7 +155,7 @@ async fn every_verdict_is_recorded_on_its_template() {
             &event["action"]
         ),
         (
-            &json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "namespace": "edge", "name": "in-use", "uid": "uid-in-use"}),
+            &json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate", "namespace": "edge", "name": "refused", "uid": "uid-refused"}),
             &json!("template-cleanup"),
             &json!("template-cleanup"),
             &json!("Normal"),
@@ -157,7 +163,7 @@ async fn every_verdict_is_recorded_on_its_template() {
         )
     );
     let text = report.text();
-    assert!(text.contains("\nevents: 9 recorded (9 new, 0 added to a series), 0 over the cap of 500 (--events-per-pass), 0 failed\n"), "{text}");
+    assert!(text.contains("\nevents: 10 recorded (10 new, 0 added to a series), 0 over the cap of 500 (--events-per-pass), 0 failed\n"), "{text}");
     assert_eq!(text.matches("reports: not written: the OpenReports CRD (reports.openreports.io, v1alpha1) is not installed").count(), 1, "{text}");
     assert_eq!(text.lines().last(), Some(report.closing_line().as_str()));
 }
@@ -172,10 +178,10 @@ async fn a_second_pass_adds_to_the_series() {
     second.events = store.clone();
     let (report, seen) = pass(second, false).await;
     let recorded = events(&store);
-    assert_eq!(recorded.len(), 9, "{recorded:?}");
+    assert_eq!(recorded.len(), 10, "{recorded:?}");
     assert!(recorded.iter().all(|e| e.3 == 2), "{recorded:?}");
     let counts = report.events.clone().unwrap();
-    assert_eq!((counts.new, counts.series, counts.failed), (0, 9, 0));
+    assert_eq!((counts.new, counts.series, counts.failed), (0, 10, 0));
     // per Event, a PATCH that reads it, then one with the series and the resourceVersion read
     let patches: Vec<Value> = seen
         .iter()
@@ -206,7 +212,7 @@ async fn the_cap_keeps_the_most_telling() {
     assert_eq!(recorded.len(), 3);
     assert!(report
         .text()
-        .contains("events: 3 recorded (3 new, 0 added to a series), 6 over the cap of 3"));
+        .contains("events: 3 recorded (3 new, 0 added to a series), 7 over the cap of 3"));
 }
 
 /// Events the API server refuses change nothing else: same verdicts and exit code; after a 403
@@ -217,13 +223,13 @@ async fn a_refused_event_changes_nothing_else() {
     fake.event_answer = Some(status(403, "Forbidden", "cannot patch events"));
     let (report, seen) = pass(fake, false).await;
     assert_eq!(report.exit_code(), FAILED);
-    assert_eq!(report.counts.kept, 1);
+    assert_eq!(report.counts.kept, 2);
     let writes = seen
         .iter()
         .filter(|s| s.uri.contains("/events/") || s.uri.contains("/events?"));
     assert_eq!(writes.count(), 1);
     let counts = report.events.clone().unwrap();
-    assert_eq!((counts.recorded, counts.failed), (0, 9));
+    assert_eq!((counts.recorded, counts.failed), (0, 10));
 }
 
 /// A dry run writes no Event and no Report.
@@ -295,7 +301,7 @@ async fn one_report_per_namespace_where_openreports_is_installed() {
     assert_eq!(edge["source"], "template-cleanup");
     assert_eq!(
         edge["summary"],
-        json!({"pass": 3, "fail": 0, "warn": 1, "error": 3, "skip": 2})
+        json!({"pass": 3, "fail": 0, "warn": 2, "error": 3, "skip": 2})
     );
     let result = |name: &str| {
         let results = edge["results"].as_array().unwrap();
@@ -305,7 +311,7 @@ async fn one_report_per_namespace_where_openreports_is_installed() {
             .cloned()
             .unwrap()
     };
-    let kept = result("in-use");
+    let kept = result("refused");
     assert_eq!(
         (&kept["result"], &kept["rule"], &kept["policy"]),
         (&json!("warn"), &json!("TemplateKept"), &json!(GUARD))
