@@ -340,7 +340,7 @@ async fn prepare(
     let (guard, settings) = read_guard(cluster, &o.guard, preflight, uid).await?;
     check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&guard);
-    groups.push(probe::CAPI_GROUP.to_string());
+    groups.push(guard::catalogue::CAPI_GROUP.to_string());
     groups.extend(template_cleanup_core::sources::discovery_groups());
     groups.push(openreports::GROUP.to_string());
     let served = cluster

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use guard::catalogue::CAPI_GROUP;
 use guard::lookups::ClusterState;
 use guard::settings::Settings;
 use serde_json::Value;
@@ -13,9 +14,6 @@ use template_cleanup_core::probe::{
 use template_cleanup_core::ServedKind;
 
 use crate::api::{CallError, Cluster};
-
-/// Cluster API's core group: MachineDeployments and Clusters.
-pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
 
 /// How often one template is read and probed before the probe gives up on it.
 const MOVES: usize = 2;
@@ -210,7 +208,7 @@ async fn cluster_states(
     let owners = owning_clusters(target, template).unwrap_or_default();
     let Some(kind) = served
         .iter()
-        .filter(|s| s.kind.group == CAPI_GROUP && s.kind.kind == "Cluster")
+        .filter(|s| s.kind.group == CAPI_GROUP && s.kind.kind == guard::catalogue::CLUSTER.kind)
         .min_by_key(|s| !s.preferred)
         .map(|s| s.kind.clone())
     else {

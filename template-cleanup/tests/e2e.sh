@@ -137,12 +137,12 @@ start '.capi += [{apiVersion: "openreports.io/v1alpha1", kind: "Report", metadat
 run --dry-run
 check "a dry run records no Event and says so" is "$(events edge | wc -l)/$(grep -c '^events and reports: none written (a dry run writes nothing)$' <<<"$OUT")" 0/1
 run
-check "Events: the kept template's says why, with the guard's text" has "$(events edge | grep '^in-use ')" "in-use TemplateKept 1 Kept: the guard capi-template-guard-cleanup refused its DELETE: Metal3MachineTemplate edge/in-use is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md"
+check "Events: the kept template's says why, with the guard's text" has "$(events edge | grep '^in-use ')" "in-use TemplateKept 1 Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: Metal3MachineTemplate edge/in-use is still in use and was not deleted. It is referenced by MachineDeployment edge-a-md"
 check "Events: the left template's says why" is "$(events edge | grep '^young ')" "young TemplateLeft 1 No DELETE sent: younger than --min-age (10m); a later pass tries it."
 check "Events: the deleted template's" is "$(events edge | grep '^free ')" "free TemplateDeleted 1 Deleted: the guard capi-template-guard-cleanup let its DELETE through, so nothing it checks still needs this template."
 check "Events: the summary line" has "$OUT" "events: 3 recorded (3 new, 0 added to a series), 0 over the cap of 500 (--events-per-pass), 0 failed"
 check "Report: one for edge, its summary" is "$(edge_report | "$JQ" -c .summary)" '{"error":0,"fail":0,"pass":1,"skip":1,"warn":1}'
-check "Report: the kept template is warn, with the guard's text" has "$(edge_report | "$JQ" -r '.results[] | select(.resources[0].name == "in-use") | "\(.result) \(.rule) \(.policy) \(.message)"')" "warn TemplateKept capi-template-guard-cleanup Kept: the guard capi-template-guard-cleanup refused its DELETE: Metal3MachineTemplate edge/in-use is still in use"
+check "Report: the kept template is warn, with the guard's text" has "$(edge_report | "$JQ" -r '.results[] | select(.resources[0].name == "in-use") | "\(.result) \(.rule) \(.policy) \(.message)"')" "warn TemplateKept capi-template-guard-cleanup Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: Metal3MachineTemplate edge/in-use is still in use"
 check "Report: deleted is pass, left is skip" is "$(edge_report | "$JQ" -r '[.results[] | "\(.resources[0].name)=\(.result)"] | sort | join(" ")')" "free=pass in-use=warn young=skip"
 check "Report: the summary line" has "$OUT" "reports: 1 written, 0 failed (openreports.io/v1alpha1 Report template-cleanup, one per namespace"
 run
@@ -211,6 +211,11 @@ check "another caller: exit 2" is "$CODE" 2
 check "another caller: the SelfSubjectReview comes first" has "$(grep -m1 -E '^(GET|POST|DELETE) ' "$T/api.log")" "POST /apis/authentication.k8s.io/v1/selfsubjectreviews"
 check "another caller: the message names the user and the policy" has "$ERR" "pre-flight check \`the guard judges this caller\` failed: the API server says this job runs as \"kubernetes-admin\" (SelfSubjectReview), but the guard capi-template-guard-cleanup judges only DELETEs by a service account named capi-template-cleanup"
 check "another caller: no DELETE sent" is "$(deletes)" 0
+# Why it must not run: the API server sends that caller's DELETEs to the clean-up's guard not at
+# all (its matchCondition is false; in a cluster the main guard judges them instead, which this
+# state does not hold). A DELETE of the template in use by that caller goes through unjudged.
+check "another caller: the API server does not call the clean-up's guard for it" is "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://$API/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/edge/metal3machinetemplates/in-use")" 200
+check "another caller: its matchCondition said so" has "$(cat "$T/api.log")" "the webhook is not called: matchCondition only-capi-template-cleanup of clusterwide-capi-template-guard-cleanup.kubewarden.admission is false"
 stop
 start . --user system:serviceaccount:ops:capi-template-cleanup
 run
@@ -229,6 +234,7 @@ stop
 
 # A long pass: the guard is checked again every 50 DELETEs; a policy server that switches to
 # monitor mode after the 51st judged DELETE (the probe and 50) is caught by the re-check's probe.
+# The template in use gets no DELETE at all: the guard's own decision keeps it first.
 start '.capi += [range(60) as $i | {apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "Metal3MachineTemplate",
     metadata: {name: "t\($i)", namespace: "edge", creationTimestamp: "2020-01-01T00:00:00Z",
                labels: {"capi-template-guard.kubewarden.io/cleanup": "true"}}, spec: {template: {spec: {}}}}]' --monitor-after 51
@@ -236,7 +242,7 @@ run
 check "a mode change during the pass: exit 2" is "$CODE" 2
 check "a mode change during the pass: the re-check says so" has "$ERR" "The guard was checked again after 50 DELETEs and has changed: the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use"
 check "a mode change during the pass: 52 DELETEs (probe, 50, re-probe)" is "$(deletes)" 52
-check "a mode change during the pass: the rest not tried" has "$(tail -n 1 <<<"$OUT")" "not tried 12"
+check "a mode change during the pass: the rest not tried" has "$(tail -n 1 <<<"$OUT")" "kept 1, left 1, already gone 0, changed 0, failed 0, not tried 11"
 stop
 
 # A template recreated under the same name since it was listed (a new uid) is left for the next

@@ -525,10 +525,13 @@ pub struct Served {
 }
 
 impl Served {
-    /// A namespaced `*Template` kind, not a subresource: the only kinds a pass may collect,
-    /// whatever a wildcard rule sends to the guard.
+    /// A namespaced kind the guard protects (`guard::catalogue::template_class`, the policy's
+    /// own test), not a subresource: the only kinds a pass may collect, whatever a wildcard rule
+    /// sends to the guard. A template kind the guard does not know would be let go unjudged.
     pub fn is_template(&self) -> bool {
-        self.namespaced && self.kind.kind.ends_with("Template") && !self.kind.plural.contains('/')
+        self.namespaced
+            && !self.kind.plural.contains('/')
+            && guard::catalogue::template_class(&self.kind.group, &self.kind.kind).is_some()
     }
 }
 

@@ -21,6 +21,7 @@ use crate::engine::{Policy, PolicyModule};
 use crate::host::lock;
 
 mod delete;
+mod matching;
 mod write;
 
 /// The webhook kubewarden-controller writes for the ClusterAdmissionPolicy capi-template-guard.
@@ -42,8 +43,9 @@ pub struct ApiServerArgs {
     kubeconfig: Option<PathBuf>,
 
     /// The policy (default settings) that the validating webhook, as Kubewarden's policy server,
-    /// runs on every DELETE of a kind ending in `Template`; without it, the webhook cannot be
-    /// reached
+    /// runs on the DELETEs its ValidatingWebhookConfiguration in the state sends it (rules,
+    /// namespaceSelector, matchConditions), or on every DELETE of a kind ending in `Template` when
+    /// the state holds none; without it, the webhook cannot be reached
     #[arg(long, value_name = "POLICY.wasm")]
     policy: Option<String>,
 

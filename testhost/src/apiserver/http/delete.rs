@@ -1,9 +1,10 @@
-//! A DELETE as kube-apiserver v1.33 handles it: preconditions, the validating webhook (the policy
-//! run in process, its failurePolicy, Kubewarden's monitor mode), finalizers and dry run.
+//! A DELETE as kube-apiserver v1.33 handles it: preconditions, the validating webhook (called as
+//! its configuration says, [`matching`]; the policy run in process, its failurePolicy,
+//! Kubewarden's monitor mode), finalizers and dry run.
 
 use serde_json::{json, Value};
 
-use super::{bad_request, now, status, Front, Query, Reply, Target};
+use super::{bad_request, matching, now, status, Front, Query, Reply, Target};
 use crate::admission::ValidateRequest;
 use crate::host::lock;
 
@@ -57,9 +58,57 @@ impl Front {
         let all = |d: &Vec<Value>| d.contains(&json!("All"));
         let dry_run = query.get("dryRun").is_some_and(|d| d == "All")
             || options["dryRun"].as_array().is_some_and(all);
-        if target.kind.ends_with("Template") {
+        let review = review(target, &object, dry_run, &options, &self.args.user);
+        let configurations: Vec<&Value> = api
+            .held
+            .values()
+            .filter(|o| o["kind"] == "ValidatingWebhookConfiguration")
+            .collect();
+        let judged = if configurations.is_empty() {
+            target.kind.ends_with("Template")
+        } else {
+            let namespace = target.namespace.clone().unwrap_or_default();
+            let labels = api
+                .held
+                .values()
+                .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == namespace.as_str())
+                .map_or(json!({}), |n| n["metadata"]["labels"].clone());
+            let mut labels = if labels.is_object() {
+                labels
+            } else {
+                json!({})
+            };
+            labels["kubernetes.io/metadata.name"] = json!(namespace);
+            let (group, version) = target
+                .api_version
+                .split_once('/')
+                .unwrap_or(("", &target.api_version));
+            let what = (group, version, target.plural.as_str());
+            match matching::call(
+                &configurations,
+                &self.args.webhook,
+                what,
+                &labels,
+                &review["request"],
+            ) {
+                matching::Call::Judge => true,
+                matching::Call::Skip(why) => {
+                    eprintln!(" INFO testhost: the webhook is not called: {why}");
+                    false
+                }
+                matching::Call::Fail(reason) => {
+                    let details = json!({"causes": [{"message": reason}]});
+                    return status(
+                        500,
+                        "InternalError",
+                        format!("Internal error occurred: {reason}"),
+                        details,
+                    );
+                }
+            }
+        };
+        if judged {
             drop(api);
-            let review = review(target, &object, dry_run, &options, &self.args.user);
             if let Some(refusal) = self.admit(review) {
                 return refusal;
             }
