@@ -5,23 +5,6 @@
 
 use super::*;
 
-/// JSON merge patch (RFC 7386), as kube-apiserver applies `application/merge-patch+json`.
-fn merge(target: &mut Value, patch: &Value) {
-    let Some(fields) = patch.as_object() else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = json!({});
-    }
-    for (key, value) in fields {
-        match target.as_object_mut() {
-            Some(object) if value.is_null() => _ = object.remove(key),
-            _ => merge(&mut target[key], value),
-        }
-    }
-}
-
 /// The mock's answers to Event writes and OpenReports discovery and applies (`None`: not one).
 pub(super) fn answer(fake: &Fake, method: &str, path: &str, body: &str) -> Option<Answer> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -64,7 +47,7 @@ pub(super) fn answer(fake: &Fake, method: &str, path: &str, body: &str) -> Optio
                             return Some(status(409, "Conflict", "the object has been modified"));
                         }
                         let before = event.clone();
-                        merge(event, &body);
+                        json_patch::merge(event, &body);
                         if *event != before {
                             // a PATCH that changes nothing writes nothing
                             let next = have.as_str().unwrap().parse::<u32>().unwrap() + 1;

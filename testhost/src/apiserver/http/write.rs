@@ -8,23 +8,6 @@ use serde_json::{json, Value};
 use super::{bad_request, Front, Reply, Target};
 use crate::host::lock;
 
-/// RFC 7386: objects merged key by key, `null` removes, anything else replaces.
-fn merge(target: &mut Value, patch: &Value) {
-    let Some(fields) = patch.as_object() else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = json!({});
-    }
-    for (key, value) in fields {
-        match target.as_object_mut() {
-            Some(object) if value.is_null() => _ = object.remove(key),
-            _ => merge(&mut target[key], value),
-        }
-    }
-}
-
 impl Front {
     /// POST to a collection: 201 and the object as held (at the path's apiVersion and kind), or
     /// 409 `AlreadyExists`.
@@ -80,7 +63,8 @@ impl Front {
             return target.status(409, "Conflict", message);
         }
         let before = object.clone();
-        merge(&mut object, &patch);
+        // RFC 7386, as kube-apiserver applies application/merge-patch+json
+        json_patch::merge(&mut object, &patch);
         if object != before {
             api.revision += 1;
             object["metadata"]["resourceVersion"] = json!(api.revision.to_string());
