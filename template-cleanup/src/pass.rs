@@ -14,7 +14,7 @@ use template_cleanup_core::guard::{
     check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
     rule_groups, webhook_configuration_name, Guard, Served,
 };
-use template_cleanup_core::probe::{Deployments, Named, Verdict};
+use template_cleanup_core::probe::{Named, Referrers, Verdict};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
 use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
@@ -131,7 +131,7 @@ struct Checked {
     /// The deployed guard's settings, and the MachineDeployments the probe listed: the guard's
     /// own decision before each DELETE.
     settings: Settings,
-    deployments: Deployments,
+    deployments: Referrers,
     /// The OpenReports CRD is served (`crate::openreports`).
     openreports: bool,
 }

@@ -9,7 +9,8 @@ use guard::settings::Settings;
 use serde_json::Value;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::probe::{
-    being_deleted, judge, owning_clusters, Deployments, Named, Probe, Verdict, MACHINE_DEPLOYMENT,
+    being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    MACHINE_SET,
 };
 use template_cleanup_core::ServedKind;
 
@@ -24,9 +25,9 @@ const MOVES: usize = 2;
 pub struct Proof {
     pub line: String,
     pub target: Option<Named>,
-    /// The MachineDeployments it listed, as the guard reads them: the pass decides with them
-    /// before each DELETE.
-    pub deployments: Deployments,
+    /// The MachineDeployments and MachineSets it listed, as the guard reads them: the pass
+    /// decides with them before each DELETE.
+    pub deployments: Referrers,
 }
 
 /// What the probe works within: the guard's policy name, the served and collected kinds, the
@@ -73,7 +74,7 @@ pub async fn run(
         matching.sort_by_key(|s| !s.preferred);
         matching.first().map(|s| s.kind.clone())
     };
-    let none = |why: &str, deployments: Deployments| {
+    let none = |why: &str, deployments: Referrers| {
         Ok(Proof {
             line: format!(
                 "no probe possible ({why}); the pass relies on the checks of the guard's policy and webhook"
@@ -85,28 +86,35 @@ pub async fn run(
     let Some(deployments) = preferred(MACHINE_DEPLOYMENT) else {
         return none(
             "Cluster API's MachineDeployments are not served",
-            Deployments::default(),
+            Referrers::default(),
         );
     };
-    // only what the guard reads is kept of each MachineDeployment, page by page
-    let mut listed = Deployments::default();
+    // only what the guard reads is kept of each MachineDeployment and MachineSet, page by page
+    let mut listed = Referrers::default();
     let mut unreadable = None;
-    cluster
-        .list_each(&deployments, namespaces, "", false, |md| {
-            if let Err(e) = listed.add(&md) {
-                unreadable.get_or_insert(e);
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| {
-            format!("the probe cannot list MachineDeployments: {e}. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
-        })?;
+    let machine_sets = preferred(MACHINE_SET);
+    for (kind, plural, served) in [
+        (MACHINE_DEPLOYMENT, "machinedeployments", Some(deployments)),
+        (MACHINE_SET, "machinesets", machine_sets),
+    ] {
+        let Some(served) = served else { continue };
+        cluster
+            .list_each(&served, namespaces, "", false, |object| {
+                if let Err(e) = listed.add(kind, &object) {
+                    unreadable.get_or_insert(e);
+                }
+                Ok(())
+            })
+            .await
+            .map_err(|e| {
+                format!("the probe cannot list {kind}s: {e}. The job needs list on {plural}.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
+            })?;
+    }
     // The deployed guard fails its own list of them the same way, and refuses every DELETE it
     // asks about: no pass can prove anything then.
     if let Some(e) = unreadable {
         return Err(format!(
-            "the probe cannot read the MachineDeployments as the guard reads them: {e}."
+            "the probe cannot read the referrers as the guard reads them: {e}."
         ));
     }
     let mut named = listed.named();

@@ -157,6 +157,8 @@ struct Fake {
     events_per_pass: usize,
     /// `--time-limit`.
     time_limit: Duration,
+    /// MachineSets served and listed (`None`: the kind is not served).
+    machine_sets: Option<Vec<Value>>,
     /// OpenReports Reports applied, by namespace; `None`: the CRD is not installed.
     reports: Option<Arc<Mutex<BTreeMap<String, Value>>>>,
 }
@@ -214,12 +216,22 @@ impl Fake {
                     {"name": "metal3machinetemplates/status", "singularName": "", "namespaced": true, "kind": "Metal3MachineTemplate", "verbs": ["get"]},
                 ]}),
             )),
-            ("GET", "/apis/cluster.x-k8s.io/v1beta2") => Some((
+            ("GET", "/apis/cluster.x-k8s.io/v1beta2") => {
+                let mut resources = vec![
+                    json!({"name": "machinedeployments", "singularName": "machinedeployment", "namespaced": true, "kind": "MachineDeployment", "verbs": ["get", "list"]}),
+                    json!({"name": "clusters", "singularName": "cluster", "namespaced": true, "kind": "Cluster", "verbs": ["get", "list"]}),
+                ];
+                if self.machine_sets.is_some() {
+                    resources.push(json!({"name": "machinesets", "singularName": "machineset", "namespaced": true, "kind": "MachineSet", "verbs": ["get", "list"]}));
+                }
+                Some((
+                    200,
+                    json!({"kind": "APIResourceList", "groupVersion": "cluster.x-k8s.io/v1beta2", "resources": resources}),
+                ))
+            }
+            ("GET", "/apis/cluster.x-k8s.io/v1beta2/machinesets" | "/apis/cluster.x-k8s.io/v1beta2/namespaces/edge/machinesets") => Some((
                 200,
-                json!({"kind": "APIResourceList", "groupVersion": "cluster.x-k8s.io/v1beta2", "resources": [
-                    {"name": "machinedeployments", "singularName": "machinedeployment", "namespaced": true, "kind": "MachineDeployment", "verbs": ["get", "list"]},
-                    {"name": "clusters", "singularName": "cluster", "namespaced": true, "kind": "Cluster", "verbs": ["get", "list"]},
-                ]}),
+                json!({"kind": "MachineSetList", "apiVersion": "cluster.x-k8s.io/v1beta2", "metadata": {}, "items": self.machine_sets.clone().unwrap_or_default()}),
             )),
             (
                 "GET",
@@ -416,6 +428,7 @@ fn every_answer() -> Fake {
         event_answer: None,
         events_per_pass: crate::events::PER_PASS,
         time_limit: Duration::from_secs(720),
+        machine_sets: None,
         reports: None,
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
@@ -662,6 +675,38 @@ async fn a_template_the_guards_decision_keeps_gets_no_delete_in_monitor_mode() {
                 .as_deref()
                 .unwrap_or("")
                 .contains("MachineDeployment"),
+        "{line:?}"
+    );
+}
+
+/// A template an old MachineSet still scaled up names gets no DELETE: the guard's own decision
+/// over the listed MachineSets keeps it. Without MachineSets listed, the webhook refuses it.
+#[tokio::test(start_paused = true)]
+async fn a_template_a_listed_machine_set_keeps_gets_no_delete() {
+    let mut fake = every_answer();
+    let mut ms = deployment("refused");
+    ms["kind"] = json!("MachineSet");
+    ms["metadata"]["name"] = json!("md-7f9c");
+    ms["spec"]["replicas"] = json!(2);
+    ms["status"] = json!({"replicas": 2});
+    fake.machine_sets = Some(vec![ms]);
+    let (report, seen) = pass(fake, false).await;
+    let sent = seen
+        .iter()
+        .filter(|s| s.method == "DELETE" && s.uri.contains("/refused?"))
+        .count();
+    assert_eq!(sent, 0, "{seen:?}");
+    let line = report
+        .templates
+        .iter()
+        .find(|t| t.name == "refused")
+        .unwrap();
+    assert_eq!(line.verdict, "kept");
+    assert!(
+        line.detail
+            .as_deref()
+            .unwrap_or("")
+            .contains("MachineSet md-7f9c"),
         "{line:?}"
     );
 }

@@ -5,8 +5,8 @@
 //! `sideEffects: None` is called on dry-run requests, and the guard answers them as real ones).
 //!
 //! Which template the guard is sure to keep is the guard's own decision (`guard::decision`),
-//! taken here over what the pass has read: the MachineDeployments of the template's namespace,
-//! read field by field as the guard reads them, and the states of the Clusters that own the
+//! taken here over what the pass has read: the MachineDeployments and MachineSets of the
+//! template's namespace, read field by field as the guard reads them, and the states of the Clusters that own the
 //! template. Those are a part of what the deployed guard reads, and a part keeps no more than
 //! the whole: each further referrer can only keep the template too. So a template this decision
 //! keeps, the deployed guard keeps, and no rule of the decision is written here.
@@ -36,53 +36,59 @@ pub struct Named {
 
 /// The kind whose objects the probe's targets come from.
 pub const MACHINE_DEPLOYMENT: &str = "MachineDeployment";
+/// The other kind a pass lists for the guard's own decision before each DELETE: an old revision
+/// still scaled up is what usually keeps a retired template.
+pub const MACHINE_SET: &str = "MachineSet";
 
-/// The guard's catalogue entry for MachineDeployments: the fields it reads them by.
-fn machine_deployments() -> Option<&'static ReferrerKind> {
-    catalogue::referrer_named(MACHINE_DEPLOYMENT)
-}
-
-/// The MachineDeployments a pass has listed, each read as the guard reads it, by namespace.
+/// The referrers a pass has listed (MachineDeployments and MachineSets), each read as the guard
+/// reads it (its catalogue entry's fields), by kind and namespace.
 #[derive(Debug, Default)]
-pub struct Deployments {
-    by_namespace: BTreeMap<String, Vec<Candidate>>,
+pub struct Referrers {
+    by_kind: BTreeMap<(&'static str, String), Vec<Candidate>>,
 }
 
-impl Deployments {
-    /// Adds a listed MachineDeployment. One without a namespace is not a namespaced object as
-    /// listed and is skipped; one with a field of another shape is an error, as the guard's own
-    /// list of it fails (then it refuses every DELETE that asks it).
-    pub fn add(&mut self, md: &Value) -> Result<(), String> {
-        let namespace = guard::metadata::namespace_of(md);
-        let name = md
+impl Referrers {
+    /// Adds a listed object of `kind` ([`MACHINE_DEPLOYMENT`] or [`MACHINE_SET`]; another kind
+    /// is ignored). One without a namespace is not a namespaced object as listed and is
+    /// skipped; one with a field of another shape is an error, as the guard's own list of it
+    /// fails (then it refuses every DELETE that asks it).
+    pub fn add(&mut self, kind: &str, object: &Value) -> Result<(), String> {
+        let namespace = guard::metadata::namespace_of(object);
+        let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let (Some(kind), false) = (machine_deployments(), namespace.is_empty()) else {
+        let entry = [MACHINE_DEPLOYMENT, MACHINE_SET]
+            .contains(&kind)
+            .then(|| catalogue::referrer_named(kind))
+            .flatten();
+        let (Some(entry), false) = (entry, namespace.is_empty()) else {
             return Ok(());
         };
-        let mut object: Object = serde_json::from_value(md.clone())
-            .map_err(|e| format!("MachineDeployment {namespace}/{name} cannot be read: {e}"))?;
-        let candidate = take_candidate(kind, &mut object).map_err(|bad| {
+        let mut read: Object = serde_json::from_value(object.clone())
+            .map_err(|e| format!("{kind} {namespace}/{name} cannot be read: {e}"))?;
+        let candidate = take_candidate(entry, &mut read).map_err(|bad| {
             format!(
-                "MachineDeployment {namespace}/{name} cannot be read: {} is not {}",
+                "{kind} {namespace}/{name} cannot be read: {} is not {}",
                 bad.field, bad.expected
             )
         })?;
-        self.by_namespace
-            .entry(namespace)
+        self.by_kind
+            .entry((entry.kind(), namespace))
             .or_default()
             .push(candidate);
         Ok(())
     }
 
     /// The templates that MachineDeployments not being deleted name, sorted, each once: the
-    /// probe's possible targets.
+    /// probe's possible targets (what a MachineSet names may be an old revision the guard lets
+    /// go once scaled down).
     pub fn named(&self) -> Vec<Named> {
         let mut named: Vec<Named> = self
-            .by_namespace
+            .by_kind
             .iter()
-            .flat_map(|(namespace, candidates)| {
+            .filter(|((kind, _), _)| *kind == MACHINE_DEPLOYMENT)
+            .flat_map(|((_, namespace), candidates)| {
                 candidates
                     .iter()
                     .filter(|c| !c.deleting)
@@ -105,7 +111,7 @@ impl Deployments {
     }
 
     /// The guard's decision on `template`, read as a template of `target`'s group and kind,
-    /// over the MachineDeployments of its namespace and `clusters`, the states of the Clusters
+    /// over the listed referrers of its namespace and `clusters`, the states of the Clusters
     /// that own it ([`owning_clusters`]; one not given counts as gone), with the deployed
     /// guard's `settings`.
     pub fn guard_decides(
@@ -127,7 +133,7 @@ impl Deployments {
         }
     }
 
-    /// The guard's decision on a template it has read, as [`Deployments::guard_decides`]. A
+    /// The guard's decision on a template it has read, as [`Referrers::guard_decides`]. A
     /// Cluster not in `clusters` counts as gone, which lets go of more, never less: a template
     /// kept here is kept by the deployed guard too.
     pub fn decide(
@@ -137,10 +143,8 @@ impl Deployments {
         settings: &Settings,
     ) -> Verdict {
         let mut listed = Listed {
-            deployments: self
-                .by_namespace
-                .get(&template.namespace)
-                .map_or(&[][..], Vec::as_slice),
+            referrers: self,
+            namespace: &template.namespace,
             clusters,
         };
         match decide(template, settings, &mut listed) {
@@ -187,20 +191,22 @@ pub fn being_deleted(template: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// The guard's [`Lookups`] answered from what the pass has read: MachineDeployments in the
-/// template's namespace, the owning Clusters' states, and no other referrer.
+/// The guard's [`Lookups`] answered from what the pass has read: the MachineDeployments and
+/// MachineSets of the template's namespace, the owning Clusters' states, and no other referrer.
 struct Listed<'a> {
-    deployments: &'a [Candidate],
+    referrers: &'a Referrers,
+    namespace: &'a str,
     clusters: &'a BTreeMap<String, ClusterState>,
 }
 
 impl Lookups for Listed<'_> {
     fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
-        Ok(if kind.kind() == MACHINE_DEPLOYMENT {
-            self.deployments.to_vec()
-        } else {
-            Vec::new()
-        })
+        Ok(self
+            .referrers
+            .by_kind
+            .get(&(kind.kind(), self.namespace.to_string()))
+            .cloned()
+            .unwrap_or_default())
     }
 
     fn scanned(&mut self, _: TemplateClass, _: bool) -> Result<Vec<Scanned>, LookupError> {

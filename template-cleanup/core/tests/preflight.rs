@@ -12,7 +12,8 @@ use template_cleanup_core::guard::{
     SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::probe::{
-    being_deleted, judge, owning_clusters, Deployments, Named, Probe, Verdict,
+    being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    MACHINE_SET,
 };
 use template_cleanup_core::ServedKind;
 
@@ -484,10 +485,10 @@ fn named(group: &str, kind: &str, name: &str) -> Named {
     }
 }
 
-fn deployments(mds: &[Value]) -> Deployments {
-    let mut deployments = Deployments::default();
+fn deployments(mds: &[Value]) -> Referrers {
+    let mut deployments = Referrers::default();
     for md in mds {
-        deployments.add(md).unwrap();
+        deployments.add(MACHINE_DEPLOYMENT, md).unwrap();
     }
     deployments
 }
@@ -520,7 +521,9 @@ fn a_machine_deployment_the_guard_cannot_read_is_an_error() {
         "/spec/template/spec/infrastructureRef",
         json!("m3mt-a"),
     );
-    let error = Deployments::default().add(&bad).unwrap_err();
+    let error = Referrers::default()
+        .add(MACHINE_DEPLOYMENT, &bad)
+        .unwrap_err();
     assert!(
         error.starts_with("MachineDeployment edge/md cannot be read: "),
         "{error}"
@@ -565,10 +568,51 @@ fn the_guards_own_decision_picks_the_target(
     }
 }
 
+/// A MachineSet keeps its template as the guard decides it: one still scaled up keeps it, an
+/// old revision scaled down with no machines lets it go (retired), one outside a
+/// MachineDeployment keeps it even at zero.
+#[rstest]
+#[case::scaled_up(json!(2), json!(2), true, "keeps")]
+#[case::retired_revision(json!(0), json!(0), true, "releases")]
+#[case::standalone_at_zero(json!(0), json!(0), false, "keeps")]
+fn a_machine_set_keeps_as_the_guard_decides(
+    #[case] replicas: Value,
+    #[case] machines: Value,
+    #[case] in_deployment: bool,
+    #[case] expected: &str,
+) {
+    let mut labels = json!({"cluster.x-k8s.io/cluster-name": "a"});
+    if in_deployment {
+        labels["cluster.x-k8s.io/deployment-name"] = json!("md");
+    }
+    let ms = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
+        "metadata": {"name": "md-7f9c", "namespace": "edge", "labels": labels},
+        "spec": {"clusterName": "a", "replicas": replicas, "template": {"spec": {"clusterName": "a",
+            "infrastructureRef": {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-a"}}}},
+        "status": {"replicas": machines}});
+    let mut referrers = Referrers::default();
+    referrers.add(MACHINE_SET, &ms).unwrap();
+    assert!(
+        referrers.named().is_empty(),
+        "MachineSets are no probe targets"
+    );
+    let verdict = referrers.guard_decides(
+        &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
+        &template(json!({}), json!([])),
+        &BTreeMap::new(),
+        &Settings::default(),
+    );
+    match (expected, &verdict) {
+        ("keeps", Verdict::Keeps(text)) => assert!(text.contains("MachineSet md-7f9c"), "{text}"),
+        ("releases", Verdict::Releases(_)) => {}
+        _ => panic!("expected the guard to say {expected}, got {verdict:?}"),
+    }
+}
+
 #[test]
 fn a_template_no_deployment_names_is_let_go() {
     let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
-    let verdict = Deployments::default().guard_decides(
+    let verdict = Referrers::default().guard_decides(
         &target,
         &template(json!({}), json!([])),
         &BTreeMap::new(),
