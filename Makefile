@@ -241,6 +241,12 @@ sbom-test: $(TOOLS_BIN)/syft
 sbom-lock:
 	SBOM_LOCK_WRITE=1 cargo test --locked --test sbom -- --nocapture the_policy_lock
 
+# Rewrites the requests, settings and sessions of test_data/ that e2e.bats replays, from the
+# objects and the guard's catalogue (tests/cases/); `cargo test --test cases` fails while stale.
+.PHONY: cases
+cases:
+	CASES_WRITE=1 cargo test --locked --test cases
+
 # Rewrites the generated parts of metadata.yml and the examples (between `# BEGIN generated`
 # and `# END generated` lines) from the guard's provider table and catalogue
 # (tests/packaging/manifests.rs); `cargo test --test packaging` fails while one is stale.

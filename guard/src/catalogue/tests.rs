@@ -85,7 +85,7 @@ fn plurals_are_the_kind_in_lower_case_plus_s() {
 }
 
 /// test_data/catalogue.json: the groups and masks of every kind read, for the fixture
-/// generator (test_data/make_cases.py). A stale file is rewritten and the test fails once.
+/// packaging tests and the cases of e2e.bats. A stale file is rewritten and the test fails once.
 #[test]
 fn catalogue_json_is_in_sync() {
     let mut kinds = serde_json::Map::new();
@@ -106,9 +106,7 @@ fn catalogue_json_is_in_sync() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../test_data/catalogue.json");
     if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
         std::fs::write(path, &text).unwrap();
-        panic!(
-            "{path} was stale and has been rewritten: run test_data/make_cases.py and commit both"
-        );
+        panic!("{path} was stale and has been rewritten: run `make cases` and commit both");
     }
 }
 
