@@ -10,7 +10,6 @@ use serde_json::Value;
 use template_cleanup_core::guard::Served;
 use template_cleanup_core::probe::{
     being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
-    MACHINE_SET,
 };
 use template_cleanup_core::ServedKind;
 
@@ -25,8 +24,8 @@ const MOVES: usize = 2;
 pub struct Proof {
     pub line: String,
     pub target: Option<Named>,
-    /// The MachineDeployments and MachineSets it listed, as the guard reads them: the pass
-    /// decides with them before each DELETE.
+    /// The referrers it listed, as the guard reads them: the pass decides with them before
+    /// each DELETE.
     pub deployments: Referrers,
 }
 
@@ -83,21 +82,26 @@ pub async fn run(
             deployments,
         })
     };
-    let Some(deployments) = preferred(MACHINE_DEPLOYMENT) else {
+    if preferred(MACHINE_DEPLOYMENT).is_none() {
         return none(
             "Cluster API's MachineDeployments are not served",
             Referrers::default(),
         );
-    };
-    // only what the guard reads is kept of each MachineDeployment and MachineSet, page by page
+    }
+    // Every kind of the guard's referrer table the cluster serves, at its group's preferred
+    // version, page by page: only what the guard reads is kept of each object.
     let mut listed = Referrers::default();
     let mut unreadable = None;
-    let machine_sets = preferred(MACHINE_SET);
-    for (kind, plural, served) in [
-        (MACHINE_DEPLOYMENT, "machinedeployments", Some(deployments)),
-        (MACHINE_SET, "machinesets", machine_sets),
-    ] {
-        let Some(served) = served else { continue };
+    for entry in &guard::catalogue::REFERRERS {
+        let kind = entry.kind();
+        let Some(served) = served
+            .iter()
+            .filter(|s| s.kind.group == entry.resource.group && s.kind.kind == kind)
+            .min_by_key(|s| !s.preferred)
+            .map(|s| s.kind.clone())
+        else {
+            continue;
+        };
         cluster
             .list_each(&served, namespaces, "", false, |object| {
                 if let Err(e) = listed.add(kind, &object) {
@@ -107,7 +111,7 @@ pub async fn run(
             })
             .await
             .map_err(|e| {
-                format!("the probe cannot list {kind}s: {e}. The job needs list on {plural}.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
+                format!("the probe cannot list {}: {e}. The job needs list on {} (examples/cleanup/component/cleanup.yaml).", served.resource(), served.resource())
             })?;
     }
     // The deployed guard fails its own list of them the same way, and refuses every DELETE it

@@ -229,6 +229,11 @@ impl Fake {
                     json!({"kind": "APIResourceList", "groupVersion": "cluster.x-k8s.io/v1beta2", "resources": resources}),
                 ))
             }
+            // the probe lists every referrer kind served; no Cluster is held here
+            ("GET", "/apis/cluster.x-k8s.io/v1beta2/clusters" | "/apis/cluster.x-k8s.io/v1beta2/namespaces/edge/clusters") => Some((
+                200,
+                json!({"kind": "ClusterList", "apiVersion": "cluster.x-k8s.io/v1beta2", "metadata": {}, "items": []}),
+            )),
             ("GET", "/apis/cluster.x-k8s.io/v1beta2/machinesets" | "/apis/cluster.x-k8s.io/v1beta2/namespaces/edge/machinesets") => Some((
                 200,
                 json!({"kind": "MachineSetList", "apiVersion": "cluster.x-k8s.io/v1beta2", "metadata": {}, "items": self.machine_sets.clone().unwrap_or_default()}),

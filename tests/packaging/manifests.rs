@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use guard::catalogue::{resources_read, CRD, PROVIDERS};
+use guard::catalogue::{resources_read, CRD, PROVIDERS, REFERRERS};
 
 use super::{read, root};
 
@@ -117,6 +117,30 @@ fn reader_rules(indent: usize) -> String {
     out
 }
 
+/// template-cleanup's `list` on every kind of the guard's referrer table, one rule per group:
+/// the decision before each DELETE reads them as the guard does.
+fn cleanup_referrer_rules(indent: usize) -> String {
+    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for referrer in &REFERRERS {
+        by_group
+            .entry(referrer.resource.group)
+            .or_default()
+            .push(referrer.resource.plural);
+    }
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    for (group, mut plurals) in by_group {
+        plurals.sort_unstable();
+        plurals.dedup();
+        let list: Vec<String> = plurals.iter().map(|p| format!("\"{p}\"")).collect();
+        out += &format!(
+            "{pad}- apiGroups: [\"{group}\"]\n{pad}  resources: [{}]\n{pad}  verbs: [\"list\"]\n",
+            list.join(", ")
+        );
+    }
+    out
+}
+
 /// The generated parts: file, marker name, text.
 fn parts() -> Vec<(&'static str, &'static str, String)> {
     vec![
@@ -141,6 +165,11 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
             "examples/cleanup/component/cleanup.yaml",
             "template-rules",
             cleanup_template_rules(2),
+        ),
+        (
+            "examples/cleanup/component/cleanup.yaml",
+            "referrer-rules",
+            cleanup_referrer_rules(2),
         ),
     ]
 }

@@ -36,35 +36,39 @@ pub struct Named {
 
 /// The kind whose objects the probe's targets come from.
 pub const MACHINE_DEPLOYMENT: &str = "MachineDeployment";
-/// The other kind a pass lists for the guard's own decision before each DELETE: an old revision
-/// still scaled up is what usually keeps a retired template.
-pub const MACHINE_SET: &str = "MachineSet";
 
-/// The referrers a pass has listed (MachineDeployments and MachineSets), each read as the guard
-/// reads it (its catalogue entry's fields), by kind and namespace.
+/// The referrers a pass has listed (every kind of the guard's referrer table that the cluster
+/// serves), each read as the guard reads it (its catalogue entry's fields), by kind and
+/// namespace; and the states of the Clusters listed.
 #[derive(Debug, Default)]
 pub struct Referrers {
     by_kind: BTreeMap<(&'static str, String), Vec<Candidate>>,
+    clusters: BTreeMap<(String, String), ClusterState>,
 }
 
 impl Referrers {
-    /// Adds a listed object of `kind` ([`MACHINE_DEPLOYMENT`] or [`MACHINE_SET`]; another kind
-    /// is ignored). One without a namespace is not a namespaced object as listed and is
-    /// skipped; one with a field of another shape is an error, as the guard's own list of it
-    /// fails (then it refuses every DELETE that asks it).
+    /// Adds a listed object of `kind`, a kind of the guard's referrer table (another kind is
+    /// ignored). One without a namespace is not a namespaced object as listed and is skipped;
+    /// one with a field of another shape is an error, as the guard's own list of it fails (then
+    /// it refuses every DELETE that asks it). A Cluster's state is kept too.
     pub fn add(&mut self, kind: &str, object: &Value) -> Result<(), String> {
         let namespace = guard::metadata::namespace_of(object);
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let entry = [MACHINE_DEPLOYMENT, MACHINE_SET]
-            .contains(&kind)
-            .then(|| catalogue::referrer_named(kind))
-            .flatten();
-        let (Some(entry), false) = (entry, namespace.is_empty()) else {
+        let (Some(entry), false) = (catalogue::referrer_named(kind), namespace.is_empty()) else {
             return Ok(());
         };
+        if entry.kind() == catalogue::CLUSTER.kind {
+            let state = if being_deleted(object) {
+                ClusterState::Deleting
+            } else {
+                ClusterState::Live
+            };
+            self.clusters
+                .insert((namespace.clone(), name.to_string()), state);
+        }
         let mut read: Object = serde_json::from_value(object.clone())
             .map_err(|e| format!("{kind} {namespace}/{name} cannot be read: {e}"))?;
         let candidate = take_candidate(entry, &mut read).map_err(|bad| {
@@ -191,8 +195,9 @@ pub fn being_deleted(template: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// The guard's [`Lookups`] answered from what the pass has read: the MachineDeployments and
-/// MachineSets of the template's namespace, the owning Clusters' states, and no other referrer.
+/// The guard's [`Lookups`] answered from what the pass has read: the listed referrers of the
+/// template's namespace and the Clusters' states (those given first, then those listed; one
+/// neither gave counts as gone). Kinds the catalogue does not know are not scanned.
 struct Listed<'a> {
     referrers: &'a Referrers,
     namespace: &'a str,
@@ -222,10 +227,17 @@ impl Lookups for Listed<'_> {
     }
 
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
+        let listed = || {
+            self.referrers
+                .clusters
+                .get(&(self.namespace.to_string(), name.to_string()))
+                .copied()
+        };
         Ok(self
             .clusters
             .get(name)
             .copied()
+            .or_else(listed)
             .unwrap_or(ClusterState::Gone))
     }
 

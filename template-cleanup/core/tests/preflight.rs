@@ -13,7 +13,6 @@ use template_cleanup_core::guard::{
 };
 use template_cleanup_core::probe::{
     being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
-    MACHINE_SET,
 };
 use template_cleanup_core::ServedKind;
 
@@ -591,7 +590,7 @@ fn a_machine_set_keeps_as_the_guard_decides(
             "infrastructureRef": {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-a"}}}},
         "status": {"replicas": machines}});
     let mut referrers = Referrers::default();
-    referrers.add(MACHINE_SET, &ms).unwrap();
+    referrers.add("MachineSet", &ms).unwrap();
     assert!(
         referrers.named().is_empty(),
         "MachineSets are no probe targets"
@@ -605,6 +604,51 @@ fn a_machine_set_keeps_as_the_guard_decides(
     match (expected, &verdict) {
         ("keeps", Verdict::Keeps(text)) => assert!(text.contains("MachineSet md-7f9c"), "{text}"),
         ("releases", Verdict::Releases(_)) => {}
+        _ => panic!("expected the guard to say {expected}, got {verdict:?}"),
+    }
+}
+
+/// Every referrer kind the guard reads counts, as it decides: a control plane keeps its
+/// machine template; a listed Cluster being deleted lets go of the template it owns that only its
+/// own MachineDeployment names (row 6), a live one does not.
+#[rstest]
+#[case::control_plane("KubeadmControlPlane", None, "keeps")]
+#[case::owning_cluster_live("MachineDeployment", Some(false), "keeps")]
+#[case::owning_cluster_deleting("MachineDeployment", Some(true), "releases")]
+fn every_listed_referrer_kind_counts(
+    #[case] kind: &str,
+    #[case] cluster_deleting: Option<bool>,
+    #[case] expected: &str,
+) {
+    let referrer = match kind {
+        "KubeadmControlPlane" => {
+            json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": kind,
+            "metadata": {"name": "cp", "namespace": "edge", "labels": {"cluster.x-k8s.io/cluster-name": "a"}},
+            "spec": {"machineTemplate": {"spec": {"infrastructureRef":
+                {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-a"}}}}})
+        }
+        _ => md("v1beta2", false),
+    };
+    let mut referrers = Referrers::default();
+    referrers.add(kind, &referrer).unwrap();
+    let mut owners = json!([]);
+    if let Some(deleting) = cluster_deleting {
+        let mut cluster = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": {"name": "a", "namespace": "edge"}, "spec": {}});
+        if deleting {
+            cluster["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        referrers.add("Cluster", &cluster).unwrap();
+        owners = owned_by_a();
+    }
+    let verdict = referrers.guard_decides(
+        &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
+        &template(json!({}), owners),
+        &BTreeMap::new(),
+        &Settings::default(),
+    );
+    match (expected, &verdict) {
+        ("keeps", Verdict::Keeps(_)) | ("releases", Verdict::Releases(_)) => {}
         _ => panic!("expected the guard to say {expected}, got {verdict:?}"),
     }
 }

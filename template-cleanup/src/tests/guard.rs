@@ -381,7 +381,7 @@ async fn a_probe_without_its_rbac_stops_the_pass() {
     ));
     refused_before_any_delete(
         fake,
-        "the probe cannot list MachineDeployments: 403 Forbidden: machinedeployments.cluster.x-k8s.io is forbidden. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).",
+        "the probe cannot list machinedeployments.cluster.x-k8s.io: 403 Forbidden: machinedeployments.cluster.x-k8s.io is forbidden. The job needs list on machinedeployments.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).",
     )
     .await;
 }
