@@ -23,8 +23,14 @@ pub fn group_of(api_version: &str) -> &str {
 
 /// The owner references of an object of a request (absent or null is none): read apart from
 /// [`Metadata`], since no listed object's are used.
-pub fn owners_of(object: &Value) -> Result<Vec<OwnerReference>, serde_json::Error> {
-    match object.pointer("/metadata/ownerReferences") {
+///
+/// Generic over how the object is held (any `&Value` will do) so that the crate that calls
+/// instantiates the JSON reader: release builds share no generic code across crates, and the
+/// policy's module then holds one copy of serde_json's reader, not one per crate.
+pub fn owners_of(
+    object: &impl std::borrow::Borrow<Value>,
+) -> Result<Vec<OwnerReference>, serde_json::Error> {
+    match object.borrow().pointer("/metadata/ownerReferences") {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(owners) => view_of(owners),
     }
@@ -349,11 +355,13 @@ fn node_reuse(old_object: &Value) -> bool {
 impl Template {
     /// Reads a guarded template from a DELETE request. The old object's name wins over the
     /// request's (items of a deletecollection arrive with an empty request name), and the
-    /// request's namespace over the old object's.
+    /// request's namespace over the old object's. Generic over how the request is held (any
+    /// `&AdmissionRequest` will do) for the reason [`owners_of`] gives.
     pub fn from_request(
-        request: &AdmissionRequest,
+        request: &impl std::borrow::Borrow<AdmissionRequest>,
         class: TemplateClass,
     ) -> Result<Template, Error> {
+        let request = request.borrow();
         let old_object = &request.old_object;
         if !old_object.is_object() {
             return Err(Error::NoOldObject);
@@ -373,8 +381,9 @@ impl Template {
         group: &str,
         kind: &str,
         class: TemplateClass,
-        object: &Value,
+        object: &impl std::borrow::Borrow<Value>,
     ) -> Result<Template, Error> {
+        let object = object.borrow();
         if !object.is_object() {
             return Err(Error::NoOldObject);
         }
@@ -388,8 +397,9 @@ impl Template {
         class: TemplateClass,
         request_name: &str,
         namespace: String,
-        old_object: &Value,
+        old_object: &impl std::borrow::Borrow<Value>,
     ) -> Result<Template, Error> {
+        let old_object = old_object.borrow();
         let unreadable = |e: serde_json::Error| Error::UnreadableOldObject(e.to_string());
         let meta = view_of::<DeletedTemplate>(old_object)
             .map_err(unreadable)?

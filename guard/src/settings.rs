@@ -392,10 +392,12 @@ pub fn parse_and_validate(value: Value) -> Result<Settings, Error> {
     Ok(settings)
 }
 
-/// Parses and validates a settings payload.
-pub fn parse_payload(payload: &[u8]) -> Result<Settings, Error> {
-    let value: Value =
-        serde_json::from_slice(payload).map_err(|e| Error::SettingsNotJson(e.to_string()))?;
+/// Parses and validates a settings payload. Generic over how the bytes are held (any `&[u8]`
+/// will do) so that the calling crate instantiates the JSON reader, as
+/// [`crate::capi::owners_of`] explains.
+pub fn parse_payload(payload: &(impl AsRef<[u8]> + ?Sized)) -> Result<Settings, Error> {
+    let value: Value = serde_json::from_slice(payload.as_ref())
+        .map_err(|e| Error::SettingsNotJson(e.to_string()))?;
     parse_and_validate(value)
 }
 
