@@ -5,7 +5,7 @@
 
 use crate::host::Host;
 use guard::catalogue::CRD;
-use guard::testing::{get_masked, masked, resource_named};
+use guard::testing::{get_masked, masked, resource_named, USUAL};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
@@ -83,19 +83,6 @@ pub struct FakeHost {
     /// Every call, with the field masks it sent.
     calls: RefCell<Vec<(String, Option<BTreeSet<String>>)>>,
 }
-
-/// The kinds a Metal3 management cluster with kubeadm has: Cluster API, the kubeadm control
-/// plane and Metal3.
-const USUAL: [&str; 8] = [
-    "MachineDeployment",
-    "MachineSet",
-    "KubeadmControlPlane",
-    "ClusterClass",
-    "MachineHealthCheck",
-    "Cluster",
-    "Metal3Machine",
-    "Metal3MachineTemplate",
-];
 
 impl Default for FakeHost {
     fn default() -> Self {

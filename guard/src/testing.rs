@@ -11,6 +11,19 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The kinds a Metal3 management cluster with kubeadm has installed: Cluster API, the kubeadm
+/// control plane and Metal3 (the fake host's and the e2e.bats cases' cluster).
+pub const USUAL: [&str; 8] = [
+    "MachineDeployment",
+    "MachineSet",
+    "KubeadmControlPlane",
+    "ClusterClass",
+    "MachineHealthCheck",
+    "Cluster",
+    "Metal3Machine",
+    "Metal3MachineTemplate",
+];
+
 /// Reads `test_data/objects/<path>` into `T`.
 pub fn fixture<T: DeserializeOwned>(path: &str) -> T {
     let file = format!("{}/../test_data/objects/{path}", env!("CARGO_MANIFEST_DIR"));

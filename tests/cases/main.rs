@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use guard::catalogue::{self, masks_of, resources_read, Resource, CRD};
-use guard::testing::{get_masked, masked};
+use guard::testing::{get_masked, masked, USUAL};
 use serde_json::{json, Value};
 
 pub const NS: &str = "edge-sites";
@@ -125,18 +125,6 @@ fn served(release: &str) -> Vec<&str> {
         vec![release]
     }
 }
-
-/// The kinds a Metal3 management cluster with kubeadm has installed.
-const USUAL: [&str; 8] = [
-    "MachineDeployment",
-    "MachineSet",
-    "KubeadmControlPlane",
-    "ClusterClass",
-    "MachineHealthCheck",
-    "Cluster",
-    "Metal3Machine",
-    "Metal3MachineTemplate",
-];
 
 /// What a CRD list holds beyond the usual kinds at a release.
 #[derive(Default)]
