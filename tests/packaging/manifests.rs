@@ -13,51 +13,84 @@ use guard::catalogue::{resources_read, CRD, PROVIDERS, REFERRERS};
 
 use super::{read, root};
 
-/// One rule per group of the provider table, plurals sorted, at `indent`; `tail` closes each
-/// rule (its operations or verbs).
-fn provider_rules(indent: usize, head: &str, tail: &str) -> String {
-    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut order = Vec::new();
-    for provider in PROVIDERS {
-        if !by_group.contains_key(provider.group) {
-            order.push(provider.group);
+/// `(group, plural)` pairs grouped by group, in the order groups first appear, each group's
+/// plurals sorted and once.
+fn grouped<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(&'a str, Vec<&'a str>)> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (group, plural) in pairs {
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, plurals)) => plurals.push(plural),
+            None => groups.push((group, vec![plural])),
         }
-        by_group
-            .entry(provider.group)
-            .or_default()
-            .extend(provider.templates);
     }
+    for (_, plurals) in &mut groups {
+        plurals.sort_unstable();
+        plurals.dedup();
+    }
+    groups
+}
+
+/// One rule per group, at `indent`: `head` follows `apiGroups` (`{pad}` is the indent), `tail`
+/// closes it (its operations or verbs). Up to `inline` plurals go on one line, more an item a
+/// line.
+fn rules(
+    indent: usize,
+    groups: &[(&str, Vec<&str>)],
+    head: &str,
+    tail: &str,
+    inline: usize,
+) -> String {
     let pad = " ".repeat(indent);
     let mut out = String::new();
-    for group in order {
-        let mut plurals = by_group[group].clone();
-        plurals.sort_unstable();
+    for (group, plurals) in groups {
         out += &format!(
-            "{pad}- apiGroups: [\"{group}\"]\n{head}",
-            head = head.replace("{pad}", &pad)
+            "{pad}- apiGroups: [\"{group}\"]\n{}",
+            head.replace("{pad}", &pad)
         );
-        out += &format!("{pad}  resources:\n");
-        for plural in plurals {
-            out += &format!("{pad}    - {plural}\n");
+        if plurals.len() <= inline {
+            let list: Vec<String> = plurals.iter().map(|p| format!("\"{p}\"")).collect();
+            out += &format!("{pad}  resources: [{}]\n", list.join(", "));
+        } else {
+            out += &format!("{pad}  resources:\n");
+            for plural in plurals {
+                out += &format!("{pad}    - {plural}\n");
+            }
         }
         out += &format!("{pad}  {tail}\n");
     }
     out
 }
 
+/// Every provider's templates, by group in the table's order.
+fn provider_groups() -> Vec<(&'static str, Vec<&'static str>)> {
+    grouped(
+        PROVIDERS
+            .iter()
+            .flat_map(|p| p.templates.iter().map(move |t| (p.group, *t))),
+    )
+}
+
 /// The guard's DELETE rules: every provider's templates, at every version.
 fn guarded_rules(indent: usize) -> String {
-    provider_rules(
+    rules(
         indent,
+        &provider_groups(),
         "{pad}  apiVersions: [\"*\"]\n",
         "operations: [\"DELETE\"]",
+        0,
     )
 }
 
 /// template-cleanup's grant on the templates: list them, delete them one by one; the same
 /// groups and plurals as the guard's rules, so that it collects what the guard guards.
 fn cleanup_template_rules(indent: usize) -> String {
-    provider_rules(indent, "", "verbs: [\"get\", \"list\", \"delete\"]")
+    rules(
+        indent,
+        &provider_groups(),
+        "",
+        "verbs: [\"get\", \"list\", \"delete\"]",
+        0,
+    )
 }
 
 /// Every kind the policy reads, at each version it can read it: the CRDs first, then by
@@ -85,60 +118,39 @@ fn context_aware_resources(indent: usize) -> String {
 }
 
 /// The reader's ClusterRole rules: get, list and watch on every kind the policy reads, one rule
-/// per group (the CRDs' first), plurals sorted.
+/// per group (the CRDs' first, then by group), plurals sorted.
 fn reader_rules(indent: usize) -> String {
-    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for r in resources_read().filter(|r| r.kind != CRD.kind) {
-        by_group.entry(r.group).or_default().push(r.plural);
-    }
-    let pad = " ".repeat(indent);
-    // A short list on one line, a longer one an item a line.
-    let rule = |group: &str, plurals: &[&str]| {
-        let resources = if plurals.len() <= 5 {
-            let list: Vec<String> = plurals.iter().map(|p| format!("\"{p}\"")).collect();
-            format!(" [{}]\n", list.join(", "))
-        } else {
-            let items: Vec<String> = plurals
-                .iter()
-                .map(|p| format!("{pad}    - {p}\n"))
-                .collect();
-            format!("\n{}", items.concat())
-        };
-        format!(
-            "{pad}- apiGroups: [\"{group}\"]\n{pad}  resources:{resources}{pad}  verbs: [\"get\", \"list\", \"watch\"]\n"
-        )
-    };
-    let mut out = rule(CRD.group, &[CRD.plural]);
-    for (group, mut plurals) in by_group {
-        plurals.sort_unstable();
-        plurals.dedup();
-        out += &rule(group, &plurals);
-    }
-    out
+    let mut read: Vec<(&str, &str)> = resources_read()
+        .filter(|r| r.kind != CRD.kind)
+        .map(|r| (r.group, r.plural))
+        .collect();
+    read.sort_unstable();
+    let mut groups = vec![(CRD.group, vec![CRD.plural])];
+    groups.extend(grouped(read.into_iter()));
+    rules(
+        indent,
+        &groups,
+        "",
+        "verbs: [\"get\", \"list\", \"watch\"]",
+        5,
+    )
 }
 
 /// template-cleanup's `list` on every kind of the guard's referrer table, one rule per group:
 /// the decision before each DELETE reads them as the guard does.
 fn cleanup_referrer_rules(indent: usize) -> String {
-    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for referrer in &REFERRERS {
-        by_group
-            .entry(referrer.resource.group)
-            .or_default()
-            .push(referrer.resource.plural);
-    }
-    let pad = " ".repeat(indent);
-    let mut out = String::new();
-    for (group, mut plurals) in by_group {
-        plurals.sort_unstable();
-        plurals.dedup();
-        let list: Vec<String> = plurals.iter().map(|p| format!("\"{p}\"")).collect();
-        out += &format!(
-            "{pad}- apiGroups: [\"{group}\"]\n{pad}  resources: [{}]\n{pad}  verbs: [\"list\"]\n",
-            list.join(", ")
-        );
-    }
-    out
+    let mut read: Vec<(&str, &str)> = REFERRERS
+        .iter()
+        .map(|r| (r.resource.group, r.resource.plural))
+        .collect();
+    read.sort_unstable();
+    rules(
+        indent,
+        &grouped(read.into_iter()),
+        "",
+        "verbs: [\"list\"]",
+        usize::MAX,
+    )
 }
 
 /// The generated parts: file, marker name, text.
