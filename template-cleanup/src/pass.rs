@@ -202,9 +202,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         // never sent a DELETE, whatever mode the deployed guard is in. The live webhook stays
         // the authority for everything else, and for what changed since the list.
         if let Some(guarded) = &template.guarded {
-            let verdict = checked
-                .deployments
-                .decide(guarded, &BTreeMap::new(), &checked.settings);
+            let verdict = checked.deployments.decide(guarded, &checked.settings);
             if let Verdict::Keeps(text) = verdict {
                 report.outcome(line, TemplateOutcome::KeptByDecision(text));
                 continue;

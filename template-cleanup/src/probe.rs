@@ -1,15 +1,12 @@
 //! The live probe (template_cleanup_core::probe): before the first DELETE, a dry-run DELETE of a
 //! template the guard is sure to keep must come back as the guard's refusal.
 
-use std::collections::BTreeMap;
-
 use guard::catalogue::CAPI_GROUP;
-use guard::lookups::ClusterState;
 use guard::settings::Settings;
 use serde_json::Value;
-use template_cleanup_core::guard::Served;
+use template_cleanup_core::guard::{served_kind, Served};
 use template_cleanup_core::probe::{
-    being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    being_deleted, judge, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
 };
 use template_cleanup_core::ServedKind;
 
@@ -42,9 +39,9 @@ pub struct Scope<'a> {
 }
 
 /// The probe: tries every template a live MachineDeployment names, in order, until the guard
-/// refuses one. A target is one the guard's own decision keeps, taken over the listed
-/// MachineDeployments of its namespace and its owning Clusters with the deployed guard's
-/// `settings` (template_cleanup_core::probe). A target that cannot prove anything (a template of
+/// refuses one. A target is one the guard's own decision keeps, taken over the referrers and
+/// Clusters listed in its namespace with the deployed guard's `settings`
+/// (template_cleanup_core::probe). A target that cannot prove anything (a template of
 /// a kind not collected, in a namespace the guard never judges, missing, being deleted, or one
 /// the decision lets go: marked for move, its Clusters being deleted) is skipped and costs no
 /// DELETE; there is no bound on how many are skipped,
@@ -65,14 +62,6 @@ pub async fn run(
         unseen,
         settings,
     } = *scope;
-    let preferred = |kind: &str| {
-        let mut matching: Vec<&Served> = served
-            .iter()
-            .filter(|s| s.kind.group == CAPI_GROUP && s.kind.kind == kind)
-            .collect();
-        matching.sort_by_key(|s| !s.preferred);
-        matching.first().map(|s| s.kind.clone())
-    };
     let none = |why: &str, deployments: Referrers| {
         Ok(Proof {
             line: format!(
@@ -82,7 +71,7 @@ pub async fn run(
             deployments,
         })
     };
-    if preferred(MACHINE_DEPLOYMENT).is_none() {
+    if served_kind(served, CAPI_GROUP, MACHINE_DEPLOYMENT).is_none() {
         return none(
             "Cluster API's MachineDeployments are not served",
             Referrers::default(),
@@ -94,16 +83,11 @@ pub async fn run(
     let mut unreadable = None;
     for entry in &guard::catalogue::REFERRERS {
         let kind = entry.kind();
-        let Some(served) = served
-            .iter()
-            .filter(|s| s.kind.group == entry.resource.group && s.kind.kind == kind)
-            .min_by_key(|s| !s.preferred)
-            .map(|s| s.kind.clone())
-        else {
+        let Some(served) = served_kind(served, entry.resource.group, kind) else {
             continue;
         };
         cluster
-            .list_each(&served, namespaces, "", false, |object| {
+            .list_each(served, namespaces, "", false, |object| {
                 if let Err(e) = listed.add(kind, &object) {
                     unreadable.get_or_insert(e);
                 }
@@ -152,10 +136,7 @@ pub async fn run(
             if being_deleted(&template) {
                 continue 'targets;
             }
-            let clusters = cluster_states(cluster, &target, &template, served).await?;
-            if let Verdict::Releases(_) =
-                listed.guard_decides(&target, &template, &clusters, settings)
-            {
+            if let Verdict::Releases(_) = listed.guard_decides(&target, &template, settings) {
                 continue 'targets;
             }
             let uid = template
@@ -206,41 +187,4 @@ pub async fn run(
         "no MachineDeployment in a namespace collected in names a live template of a kind collected",
         listed,
     )
-}
-
-/// The states of the Clusters that own `template`, as the guard reads its owners: the guard
-/// lets a template go once its Clusters are all being deleted (docs/design.md, row 6).
-async fn cluster_states(
-    cluster: &Cluster,
-    target: &Named,
-    template: &Value,
-    served: &[Served],
-) -> Result<BTreeMap<String, ClusterState>, String> {
-    let mut states = BTreeMap::new();
-    let owners = owning_clusters(target, template).unwrap_or_default();
-    let Some(kind) = served
-        .iter()
-        .filter(|s| s.kind.group == CAPI_GROUP && s.kind.kind == guard::catalogue::CLUSTER.kind)
-        .min_by_key(|s| !s.preferred)
-        .map(|s| s.kind.clone())
-    else {
-        // Clusters are not served: every owner counts as gone.
-        return Ok(states);
-    };
-    let namespace = &target.namespace;
-    for name in owners {
-        let owner = cluster
-            .get(&kind, namespace, &name)
-            .await
-            .map_err(|e| {
-                format!("the probe cannot read Cluster {namespace}/{name}: {e}. The job needs get on clusters.cluster.x-k8s.io (examples/cleanup/component/cleanup.yaml).")
-            })?;
-        let state = match owner {
-            None => ClusterState::Gone,
-            Some(o) if being_deleted(&o) => ClusterState::Deleting,
-            Some(_) => ClusterState::Live,
-        };
-        states.insert(name, state);
-    }
-    Ok(states)
 }

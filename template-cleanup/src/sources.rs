@@ -16,12 +16,7 @@ use crate::report::{Report, SourceLine};
 
 /// The served version of a source's kind, the preferred one first.
 fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a ServedKind> {
-    let mut matching: Vec<&Served> = served
-        .iter()
-        .filter(|s| s.kind.group == source.group && s.kind.kind == source.kind)
-        .collect();
-    matching.sort_by_key(|s| !s.preferred);
-    matching.first().map(|s| &s.kind)
+    template_cleanup_core::guard::served_kind(served, source.group, source.kind)
 }
 
 /// Every object of a source's kind, in every namespace, handed to `each` page by page (no list

@@ -535,6 +535,16 @@ impl Served {
     }
 }
 
+/// The served version of `kind` in `group`, the group's preferred one first (`None`: not
+/// served).
+pub fn served_kind<'a>(served: &'a [Served], group: &str, kind: &str) -> Option<&'a ServedKind> {
+    served
+        .iter()
+        .filter(|s| s.kind.group == group && s.kind.kind == kind)
+        .min_by_key(|s| !s.preferred)
+        .map(|s| &s.kind)
+}
+
 /// The groups the guard's rules name, whatever their operations (`*` cannot be resolved and is
 /// skipped): discovery reads them all, so that rules which name template kinds but do not send
 /// their DELETE are seen ([`check_named_coverage`]) instead of collecting nothing.

@@ -115,16 +115,8 @@ impl Referrers {
     }
 
     /// The guard's decision on `template`, read as a template of `target`'s group and kind,
-    /// over the listed referrers of its namespace and `clusters`, the states of the Clusters
-    /// that own it ([`owning_clusters`]; one not given counts as gone), with the deployed
-    /// guard's `settings`.
-    pub fn guard_decides(
-        &self,
-        target: &Named,
-        template: &Value,
-        clusters: &BTreeMap<String, ClusterState>,
-        settings: &Settings,
-    ) -> Verdict {
+    /// over the listed referrers of its namespace, with the deployed guard's `settings`.
+    pub fn guard_decides(&self, target: &Named, template: &Value, settings: &Settings) -> Verdict {
         let Some(class) = catalogue::template_class(&target.group, &target.kind) else {
             return Verdict::Releases(format!(
                 "{}.{} is not a kind the guard protects",
@@ -132,24 +124,18 @@ impl Referrers {
             ));
         };
         match read_template(target, class, template) {
-            Ok(template) => self.decide(&template, clusters, settings),
+            Ok(template) => self.decide(&template, settings),
             Err(why) => Verdict::Releases(why),
         }
     }
 
     /// The guard's decision on a template it has read, as [`Referrers::guard_decides`]. A
-    /// Cluster not in `clusters` counts as gone, which lets go of more, never less: a template
+    /// Cluster that was not listed counts as gone, which lets go of more, never less: a template
     /// kept here is kept by the deployed guard too.
-    pub fn decide(
-        &self,
-        template: &Template,
-        clusters: &BTreeMap<String, ClusterState>,
-        settings: &Settings,
-    ) -> Verdict {
+    pub fn decide(&self, template: &Template, settings: &Settings) -> Verdict {
         let mut listed = Listed {
             referrers: self,
             namespace: &template.namespace,
-            clusters,
         };
         match decide(template, settings, &mut listed) {
             Ok(Decision::Keep(referrers)) => Verdict::Keeps(message::in_use(template, &referrers)),
@@ -178,15 +164,6 @@ fn read_template(
         .map_err(|e| format!("the guard cannot read it: {}", message::describe(&e)))
 }
 
-/// The names of the Clusters that own `template` as the guard reads them (`None`: a template it
-/// cannot read, which is no proof).
-pub fn owning_clusters(target: &Named, template: &Value) -> Option<Vec<String>> {
-    let class = catalogue::template_class(&target.group, &target.kind)?;
-    read_template(target, class, template)
-        .ok()
-        .map(|t| t.cluster_owners)
-}
-
 /// Why a template, as read, is no target (`None`: it may be one): one being deleted may be gone
 /// before the probe's DELETE reaches it, whatever the guard decides.
 pub fn being_deleted(template: &Value) -> bool {
@@ -196,12 +173,11 @@ pub fn being_deleted(template: &Value) -> bool {
 }
 
 /// The guard's [`Lookups`] answered from what the pass has read: the listed referrers of the
-/// template's namespace and the Clusters' states (those given first, then those listed; one
-/// neither gave counts as gone). Kinds the catalogue does not know are not scanned.
+/// template's namespace and the listed Clusters' states (one not listed counts as gone). Kinds
+/// the catalogue does not know are not scanned.
 struct Listed<'a> {
     referrers: &'a Referrers,
     namespace: &'a str,
-    clusters: &'a BTreeMap<String, ClusterState>,
 }
 
 impl Lookups for Listed<'_> {
@@ -227,17 +203,11 @@ impl Lookups for Listed<'_> {
     }
 
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
-        let listed = || {
-            self.referrers
-                .clusters
-                .get(&(self.namespace.to_string(), name.to_string()))
-                .copied()
-        };
         Ok(self
+            .referrers
             .clusters
-            .get(name)
+            .get(&(self.namespace.to_string(), name.to_string()))
             .copied()
-            .or_else(listed)
             .unwrap_or(ClusterState::Gone))
     }
 

@@ -1,18 +1,16 @@
 //! The pre-flight (the guard's policy and its live webhook), the kinds collected, the live
 //! probe's reading, and the answers to a DELETE, as tables.
 
-use guard::lookups::ClusterState;
 use guard::settings::Settings;
 use rstest::rstest;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use template_cleanup_core::answer::{classify, webhook_unreachable, Refused, TemplateOutcome};
 use template_cleanup_core::guard::{
     check_coverage, check_policy, check_webhook, collectable, rule_groups, Guard, Served,
     SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::probe::{
-    being_deleted, judge, owning_clusters, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    being_deleted, judge, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
 };
 use template_cleanup_core::ServedKind;
 
@@ -538,28 +536,35 @@ fn owned_by_a() -> Value {
     json!([{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "a", "uid": "1"}])
 }
 
+/// Cluster `a` as listed, being deleted or not.
+fn cluster_a(deleting: bool) -> Value {
+    let mut cluster = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": {"name": "a", "namespace": "edge"}, "spec": {}});
+    if deleting {
+        cluster["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    }
+    cluster
+}
+
 /// The probe's target is what the guard's own decision keeps: row 1 (a MachineDeployment names
 /// it), row 5 (clusterctl move lets it go), row 6 (its Cluster is being deleted).
 #[rstest]
-#[case::named_by_a_live_deployment(template(json!({}), json!([])), &[], "keeps")]
-#[case::moving(template(json!({"clusterctl.cluster.x-k8s.io/delete-for-move": ""}), json!([])), &[], "releases")]
-#[case::its_cluster_live(template(json!({}), owned_by_a()), &[("a", ClusterState::Live)], "keeps")]
-#[case::its_cluster_deleting(template(json!({}), owned_by_a()), &[("a", ClusterState::Deleting)], "releases")]
-#[case::its_cluster_unread(template(json!({}), owned_by_a()), &[], "releases")]
+#[case::named_by_a_live_deployment(template(json!({}), json!([])), None, "keeps")]
+#[case::moving(template(json!({"clusterctl.cluster.x-k8s.io/delete-for-move": ""}), json!([])), None, "releases")]
+#[case::its_cluster_live(template(json!({}), owned_by_a()), Some(false), "keeps")]
+#[case::its_cluster_deleting(template(json!({}), owned_by_a()), Some(true), "releases")]
+#[case::its_cluster_unread(template(json!({}), owned_by_a()), None, "releases")]
 fn the_guards_own_decision_picks_the_target(
     #[case] template: Value,
-    #[case] clusters: &[(&str, ClusterState)],
+    #[case] cluster_deleting: Option<bool>,
     #[case] expected: &str,
 ) {
     let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
-    let clusters: BTreeMap<String, ClusterState> =
-        clusters.iter().map(|(n, s)| (n.to_string(), *s)).collect();
-    let verdict = deployments(&[md("v1beta2", false)]).guard_decides(
-        &target,
-        &template,
-        &clusters,
-        &Settings::default(),
-    );
+    let mut referrers = deployments(&[md("v1beta2", false)]);
+    if let Some(deleting) = cluster_deleting {
+        referrers.add("Cluster", &cluster_a(deleting)).unwrap();
+    }
+    let verdict = referrers.guard_decides(&target, &template, &Settings::default());
     match (expected, &verdict) {
         ("keeps", Verdict::Keeps(text)) => assert!(text.contains("MachineDeployment md"), "{text}"),
         ("releases", Verdict::Releases(_)) => {}
@@ -598,7 +603,6 @@ fn a_machine_set_keeps_as_the_guard_decides(
     let verdict = referrers.guard_decides(
         &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
         &template(json!({}), json!([])),
-        &BTreeMap::new(),
         &Settings::default(),
     );
     match (expected, &verdict) {
@@ -633,18 +637,12 @@ fn every_listed_referrer_kind_counts(
     referrers.add(kind, &referrer).unwrap();
     let mut owners = json!([]);
     if let Some(deleting) = cluster_deleting {
-        let mut cluster = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
-            "metadata": {"name": "a", "namespace": "edge"}, "spec": {}});
-        if deleting {
-            cluster["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-        }
-        referrers.add("Cluster", &cluster).unwrap();
+        referrers.add("Cluster", &cluster_a(deleting)).unwrap();
         owners = owned_by_a();
     }
     let verdict = referrers.guard_decides(
         &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
         &template(json!({}), owners),
-        &BTreeMap::new(),
         &Settings::default(),
     );
     match (expected, &verdict) {
@@ -659,7 +657,6 @@ fn a_template_no_deployment_names_is_let_go() {
     let verdict = Referrers::default().guard_decides(
         &target,
         &template(json!({}), json!([])),
-        &BTreeMap::new(),
         &Settings::default(),
     );
     assert!(matches!(verdict, Verdict::Releases(_)), "{verdict:?}");
@@ -671,21 +668,6 @@ fn a_template_being_deleted_is_no_target() {
     assert!(being_deleted(
         &json!({"metadata": {"name": "t", "deletionTimestamp": "2026-01-01T00:00:00Z"}})
     ));
-}
-
-#[test]
-fn the_clusters_that_own_a_template() {
-    let template = json!({"metadata": {"name": "m3mt-a", "namespace": "edge", "ownerReferences": [
-        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "c", "uid": "1"},
-        {"apiVersion": "other.example/v1", "kind": "Cluster", "name": "b", "uid": "2"},
-        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "md", "uid": "3"},
-        {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "a", "uid": "4"},
-    ]}});
-    let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
-    assert_eq!(
-        owning_clusters(&target, &template),
-        Some(vec!["a".to_string(), "c".to_string()])
-    );
 }
 
 /// Only the guard's refusal proves it judges; 404 and a failed precondition try another
