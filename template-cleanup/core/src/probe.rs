@@ -38,19 +38,18 @@ pub struct Named {
 pub const MACHINE_DEPLOYMENT: &str = "MachineDeployment";
 
 /// The referrers a pass has listed (every kind of the guard's referrer table that the cluster
-/// serves), each read as the guard reads it (its catalogue entry's fields), by kind and
-/// namespace; and the states of the Clusters listed.
+/// serves, Clusters included), each read as the guard reads it (its catalogue entry's fields),
+/// by kind and namespace.
 #[derive(Debug, Default)]
 pub struct Referrers {
     by_kind: BTreeMap<(&'static str, String), Vec<Candidate>>,
-    clusters: BTreeMap<(String, String), ClusterState>,
 }
 
 impl Referrers {
     /// Adds a listed object of `kind`, a kind of the guard's referrer table (another kind is
     /// ignored). One without a namespace is not a namespaced object as listed and is skipped;
     /// one with a field of another shape is an error, as the guard's own list of it fails (then
-    /// it refuses every DELETE that asks it). A Cluster's state is kept too.
+    /// it refuses every DELETE that asks it).
     pub fn add(&mut self, kind: &str, object: &Value) -> Result<(), String> {
         let namespace = guard::metadata::namespace_of(object);
         let name = object
@@ -60,15 +59,6 @@ impl Referrers {
         let (Some(entry), false) = (catalogue::referrer_named(kind), namespace.is_empty()) else {
             return Ok(());
         };
-        if entry.kind() == catalogue::CLUSTER.kind {
-            let state = if being_deleted(object) {
-                ClusterState::Deleting
-            } else {
-                ClusterState::Live
-            };
-            self.clusters
-                .insert((namespace.clone(), name.to_string()), state);
-        }
         let mut read: Object = serde_json::from_value(object.clone())
             .map_err(|e| format!("{kind} {namespace}/{name} cannot be read: {e}"))?;
         let candidate = take_candidate(entry, &mut read).map_err(|bad| {
@@ -202,13 +192,15 @@ impl Lookups for Listed<'_> {
         Ok(None)
     }
 
+    /// The listed Cluster of that name, as the guard's own GET reads it (src/lookups.rs).
     fn cluster(&mut self, name: &str) -> Result<ClusterState, LookupError> {
-        Ok(self
-            .referrers
-            .clusters
-            .get(&(self.namespace.to_string(), name.to_string()))
-            .copied()
-            .unwrap_or(ClusterState::Gone))
+        let key = (catalogue::CLUSTER.kind, self.namespace.to_string());
+        let mut listed = self.referrers.by_kind.get(&key).into_iter().flatten();
+        Ok(match listed.find(|c| c.name == name) {
+            None => ClusterState::Gone,
+            Some(c) if c.deleting => ClusterState::Deleting,
+            Some(_) => ClusterState::Live,
+        })
     }
 
     fn metal3_machine_template(&mut self, _: &str) -> Result<Option<Object>, LookupError> {
