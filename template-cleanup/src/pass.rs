@@ -128,10 +128,10 @@ struct Checked {
     kinds: Vec<ServedKind>,
     /// The template whose refusal proved the guard judges (`None`: no probe possible).
     target: Option<Named>,
-    /// The deployed guard's settings, and the MachineDeployments the probe listed: the guard's
+    /// The deployed guard's settings, and the referrers the probe listed: the guard's
     /// own decision before each DELETE.
     settings: Settings,
-    deployments: Referrers,
+    referrers: Referrers,
     /// The OpenReports CRD is served (`crate::openreports`).
     openreports: bool,
 }
@@ -184,7 +184,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
                 Ok(proof) => {
                     report.reprobe(sent, &proof.line);
                     checked.target = proof.target;
-                    checked.deployments = proof.deployments;
+                    checked.referrers = proof.referrers;
                 }
                 Err(reason) => {
                     stopped = true;
@@ -202,7 +202,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         // never sent a DELETE, whatever mode the deployed guard is in. The live webhook stays
         // the authority for everything else, and for what changed since the list.
         if let Some(guarded) = &template.guarded {
-            let verdict = checked.deployments.decide(guarded, &checked.settings);
+            let verdict = checked.referrers.decide(guarded, &checked.settings);
             if let Verdict::Keeps(text) = verdict {
                 report.outcome(line, TemplateOutcome::KeptByDecision(text));
                 continue;
@@ -432,7 +432,7 @@ async fn prepare(
             kinds,
             target: proof.target,
             settings,
-            deployments: proof.deployments,
+            referrers: proof.referrers,
         },
     ))
 }

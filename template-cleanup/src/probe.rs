@@ -23,7 +23,7 @@ pub struct Proof {
     pub target: Option<Named>,
     /// The referrers it listed, as the guard reads them: the pass decides with them before
     /// each DELETE.
-    pub deployments: Referrers,
+    pub referrers: Referrers,
 }
 
 /// What the probe works within: the guard's policy name, the served and collected kinds, the
@@ -62,13 +62,13 @@ pub async fn run(
         unseen,
         settings,
     } = *scope;
-    let none = |why: &str, deployments: Referrers| {
+    let none = |why: &str, referrers: Referrers| {
         Ok(Proof {
             line: format!(
                 "no probe possible ({why}); the pass relies on the checks of the guard's policy and webhook"
             ),
             target: None,
-            deployments,
+            referrers,
         })
     };
     if served_kind(served, CAPI_GROUP, MACHINE_DEPLOYMENT).is_none() {
@@ -162,7 +162,7 @@ pub async fn run(
                             "the guard refused a dry-run DELETE of {what}, which a MachineDeployment uses: {text}"
                         ),
                         target: Some(target),
-                        deployments: listed,
+                        referrers: listed,
                     })
                 }
                 Probe::Moved => continue,
