@@ -2,6 +2,8 @@
 SOURCE_FILES := $(shell find src guard/src -type f -name '*.rs') Cargo.toml guard/Cargo.toml Cargo.lock
 TESTHOST_FILES := $(shell find testhost bench-floor -type f -name '*.rs' -o -name Cargo.toml)
 KWCTL ?= kwctl
+# kwctl's path when it is on PATH, else empty: read once, when make reads this file.
+KWCTL_FOUND := $(shell command -v $(KWCTL) 2>/dev/null)
 TESTHOST := target/testhost/testhost
 SHELL := /bin/bash
 
@@ -20,9 +22,9 @@ SIZE_BUDGET := 307200
 
 # Set-up, done by the targets that need it, so that `make evaluate` and `make test` work on a
 # fresh machine with only rustup and Node: the Rust target and components through rustup, and
-# every other tool pinned under target/tools/ (bats from npm, jaq from crates.io as the `jq` that
-# e2e.bats and the scripts call), on PATH through target/tools/bin. Needed beforehand: rustup,
-# Node with npm, curl.
+# every other tool under target/tools/ (bats from npm, pinned; the `jq` that e2e.bats and the
+# scripts call: the one on PATH, else jaq from crates.io, pinned), on PATH through
+# target/tools/bin. Needed beforehand: rustup, Node with npm, Python 3 with pip, curl.
 TOOLS_BIN := $(CURDIR)/target/tools/bin
 BATS_VERSION := 1.13.0
 BATS_DIR := target/tools/bats-$(BATS_VERSION)
@@ -50,11 +52,17 @@ $(TOOLS_BIN)/bats: $(BATS_DIR)/node_modules/bats/bin/bats
 	mkdir -p $(TOOLS_BIN) && ln -sfn ../bats-$(BATS_VERSION)/node_modules/bats/bin/bats $@
 	$@ --version
 
-$(JAQ_DIR)/bin/jaq:
-	cargo install --locked --quiet --root $(JAQ_DIR) jaq@$(JAQ_VERSION)
-
-$(TOOLS_BIN)/jq: $(JAQ_DIR)/bin/jaq
-	mkdir -p $(TOOLS_BIN) && ln -sfn ../jaq-$(JAQ_VERSION)/bin/jaq $@
+# jq for e2e.bats and the scripts: the one on PATH (jq 1.6 or newer: they use @base64d), as for
+# promtool below; else jaq, pinned, built from crates.io (about four minutes the first time).
+$(TOOLS_BIN)/jq:
+	mkdir -p $(TOOLS_BIN)
+	@if found="$$(command -v jq)" && "$$found" -n -e '"aGk=" | @base64d == "hi"' >/dev/null 2>&1; then \
+		ln -sfn "$$found" $@; \
+	else \
+		echo "No jq 1.6 or newer on PATH: building jaq $(JAQ_VERSION) from crates.io as jq."; \
+		cargo install --locked --quiet --root $(JAQ_DIR) jaq@$(JAQ_VERSION) && \
+		ln -sfn ../jaq-$(JAQ_VERSION)/bin/jaq $@; \
+	fi
 	$@ --version
 
 # promtool for the alert tests: the one on PATH, else the one Debian's prometheus package ships,
@@ -172,15 +180,11 @@ fuzz:
 
 # Evaluates the policy on every sample request in test_data/ and prints each verdict: through
 # kwctl with the annotated module when kwctl is on PATH, as users run it; else through the test
-# host, which is built only then.
+# host, which is built only then. Which one is decided when make reads this file (KWCTL_FOUND),
+# as a prerequisite, not by a recursive $(MAKE): `make -n evaluate` only prints.
 .PHONY: evaluate
-evaluate: policy.wasm $(TOOLS_BIN)/jq
-	@if command -v $(KWCTL) >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory annotated-policy.wasm && \
-		KWCTL=$(KWCTL) POLICY=annotated-policy.wasm scripts/evaluate.sh; \
-	else \
-		$(MAKE) --no-print-directory $(TESTHOST) && scripts/evaluate.sh; \
-	fi
+evaluate: policy.wasm $(TOOLS_BIN)/jq $(if $(KWCTL_FOUND),annotated-policy.wasm,$(TESTHOST))
+	$(if $(KWCTL_FOUND),KWCTL=$(KWCTL) POLICY=annotated-policy.wasm )scripts/evaluate.sh
 
 # Times the policy on namespaces of 1,000, 10,000 and 50,000 Metal3Machines built from the
 # simulation's objects and served by its API server (calls, bytes with and without the field
@@ -200,18 +204,16 @@ SEEDS ?= 1000
 simulate: policy.wasm $(TESTHOST)
 	$(TESTHOST) simulate --seeds $(SEEDS) policy.wasm
 
-# e2e.bats through the test host; again through kwctl when it is on PATH. First the hostile
-# corpus (300 requests, sessions and native verdicts) that e2e.bats runs through the module.
+# e2e.bats through the test host; again through kwctl when it is on PATH (KWCTL_FOUND, with
+# annotated-policy.wasm as a prerequisite rather than a recursive $(MAKE), so that `make -n test`
+# only prints). First the hostile corpus (300 requests, sessions and native verdicts) that
+# e2e.bats runs through the module.
 .PHONY: e2e-tests
-e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq
+e2e-tests: policy.wasm $(TESTHOST) $(TOOLS_BIN)/bats $(TOOLS_BIN)/jq $(if $(KWCTL_FOUND),annotated-policy.wasm)
 	HOSTILE_CORPUS=$(CURDIR)/target/hostile cargo test -p capi-template-guard --lib --locked -q fuzz::write_hostile_corpus
 	$(TESTHOST) protocol-version policy.wasm
 	KWCTL=$(TESTHOST) POLICY=policy.wasm bats e2e.bats
-	@if command -v $(KWCTL) >/dev/null 2>&1; then \
-		$(MAKE) annotated-policy.wasm && KWCTL=$(KWCTL) POLICY=annotated-policy.wasm bats e2e.bats; \
-	else \
-		echo "kwctl is not on PATH: e2e.bats ran through the test host only."; \
-	fi
+	$(if $(KWCTL_FOUND),KWCTL=$(KWCTL) POLICY=annotated-policy.wasm bats e2e.bats,@echo "kwctl is not on PATH: e2e.bats ran through the test host only.")
 
 # template-cleanup's end to end, with no cluster: the binary against `testhost apiserver`, whose
 # validating webhook runs the compiled policy on template DELETEs (template-cleanup/tests/e2e.sh;
