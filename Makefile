@@ -256,11 +256,21 @@ cases:
 manifests:
 	MANIFESTS_WRITE=1 cargo test --locked --test packaging -- manifests::
 
-# actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs);
+# actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs),
+# and shellcheck over every `run:` script when shellcheck is on PATH, as on GitHub's runners
+# (.ci/run installs it; Debian and Ubuntu: `apt-get install shellcheck`). Without it the scripts
+# go unchecked, and CI (CI set) fails instead.
 # tests/release/workflows.rs checks the pinning, the e2e kwctl and the order of the release jobs.
 .PHONY: workflow-lint
 workflow-lint: $(TOOLS_BIN)/actionlint
 	actionlint -version | head -1
+	@if command -v shellcheck >/dev/null 2>&1; then \
+		echo "shellcheck $$(shellcheck --version | sed -n 's/^version: //p') checks the run: scripts."; \
+	elif [ -n "$${CI:-}" ]; then \
+		echo "shellcheck is not on PATH in CI: the run: scripts would go unchecked." >&2; exit 1; \
+	else \
+		echo "shellcheck is not on PATH: the run: scripts are not checked (GitHub's runners have it)."; \
+	fi
 	actionlint .github/workflows/*.yml && echo "actionlint: .github/workflows/ is clean."
 
 # template-cleanup's image (template-cleanup/Dockerfile; the release builds it natively on an
