@@ -35,7 +35,8 @@ const FULL_PAGE: u32 = 100;
 /// policy leaves them out, up to three more on a 500 or 502 and on an attempt that got no answer
 /// within `--request-timeout` ([`per_attempt`]), after 0.5, 1 and 2 s. A DELETE is never sent
 /// twice: its answer decides, and a DELETE sent again after a 504 could report the first one's
-/// deletion as "already gone".
+/// deletion as "already gone". This is the client's only retry layer ([`client`] leaves out
+/// kube's own, which retries every method).
 #[derive(Clone)]
 pub struct Reads {
     kube: RetryPolicy,
@@ -91,6 +92,25 @@ impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
             None
         }
     }
+}
+
+/// The client of a pass, from the kubeconfig or in-cluster `config`: kube's own stack without
+/// its retry layer, each attempt bounded by `timeout` ([`per_attempt`]) and reads retried
+/// ([`retrying_reads`]), behind a buffer because retrying clones the service.
+///
+/// `config.default_retry` is turned off: while it is on, `ClientBuilder::try_from` adds kube's
+/// default retry layer, `RetryPolicy::server_retry()` (up to 15 retries on 429, 503 and 504 of
+/// any method, backoff up to 1,000 s: kube-client 5.0.0 `src/client/builder.rs`,
+/// `make_generic_builder`), which would send a DELETE again.
+pub fn client(mut config: kube::Config, timeout: Duration) -> Result<Client, String> {
+    config.connect_timeout = Some(timeout);
+    config.default_retry = false;
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    Ok(builder
+        .with_layer(&tower::buffer::BufferLayer::new(64))
+        .with_layer(&per_attempt(timeout))
+        .with_layer(&retrying_reads())
+        .build())
 }
 
 /// The layer that retries reads, for the client's service stack, above [`per_attempt`].

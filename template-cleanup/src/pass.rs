@@ -79,17 +79,10 @@ pub async fn main(args: Args) -> u8 {
 }
 
 /// The client: kubeconfig or in-cluster configuration, each attempt bounded by
-/// `--request-timeout` and reads retried (`api::per_attempt`, `api::retrying_reads`, behind a
-/// buffer because retrying clones the service).
+/// `--request-timeout`, reads retried and DELETEs never ([`crate::api::client`]).
 async fn client(args: &Args) -> Result<kube::Client, String> {
-    let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
-    config.connect_timeout = Some(args.request_timeout);
-    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
-    Ok(builder
-        .with_layer(&tower::buffer::BufferLayer::new(64))
-        .with_layer(&crate::api::per_attempt(args.request_timeout))
-        .with_layer(&crate::api::retrying_reads())
-        .build())
+    let config = kube::Config::infer().await.map_err(|e| e.to_string())?;
+    crate::api::client(config, args.request_timeout)
 }
 
 /// The guard's kind (kubewarden-controller `api/policies/v1`).

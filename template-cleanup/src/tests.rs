@@ -1,8 +1,10 @@
 //! A pass against a mocked API server (kube-rs's tower-test pattern): every answer a DELETE can
 //! get, a paged list, the pre-flight and the reads that stop a pass before any DELETE. The
 //! pre-flight on the live webhook, the probe, the retries and the stops are in tests/guard.rs; the
-//! deploy tools (Argo CD, Helm) in tests/deploy_tools.rs and tests/helm_passes.rs.
+//! deploy tools (Argo CD, Helm) in tests/deploy_tools.rs and tests/helm_passes.rs; the client as a
+//! pass builds it, against a local HTTP server, in tests/client.rs.
 
+mod client;
 mod deploy_tools;
 mod guard;
 mod helm_passes;
