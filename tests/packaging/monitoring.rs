@@ -1,7 +1,9 @@
 //! examples/monitoring/: the `release` label that kube-prometheus-stack's default selectors
 //! require reaches both objects from the one component, the ServiceMonitor selects the Service the
-//! Kubewarden controller gives each PolicyServer, and a failed template-cleanup Job is gone before
-//! kube-prometheus-stack's KubeJobFailed fires (tests/alerts/stack.yaml shows the two alerts).
+//! Kubewarden controller gives each PolicyServer, both follow the placement (namespace and policy
+//! server) with the same components as the policies, in any order, and a failed template-cleanup
+//! Job is gone before kube-prometheus-stack's KubeJobFailed fires (tests/alerts/stack.yaml shows
+//! the two alerts).
 
 use super::*;
 
@@ -9,6 +11,7 @@ const KUSTOMIZATION: &str = "examples/monitoring/kustomization.yaml";
 const COMPONENT: &str = "examples/monitoring/release/kustomization.yaml";
 const SERVICE_MONITOR: &str = "examples/monitoring/service-monitor.yaml";
 const STACK_RULES: &str = "tests/alerts/fixtures/kube-prometheus-stack.yaml";
+const SERVER_PLACEMENT: &str = "examples/policy-server/placement";
 
 /// The label the component writes, once.
 fn release_label() -> String {
@@ -24,11 +27,11 @@ fn the_kustomization_holds_the_rule_the_scrape_target_and_the_component() {
     let kustomization = yaml_file(KUSTOMIZATION);
     assert_eq!(
         strings(&kustomization["resources"], KUSTOMIZATION),
-        ["prometheus-rule.yaml", "service-monitor.yaml"]
+        ["../placement", "prometheus-rule.yaml", "service-monitor.yaml"]
     );
     assert_eq!(
         strings(&kustomization["components"], KUSTOMIZATION),
-        ["release"]
+        ["release", "../placement/follow"]
     );
     assert!(!release_label().is_empty());
 }
@@ -130,4 +133,71 @@ fn a_failed_jobs_ttl_is_shorter_than_kube_job_failed_waits() {
         ttl <= 600,
         "ttlSecondsAfterFinished {ttl}s: tests/alerts/stack.yaml shows one alert for 600 s at most"
     );
+}
+
+/// `kubectl kustomize` of examples/monitoring with the placement components, in every order: the
+/// PrometheusRule's namespace and placement series, and the ServiceMonitor's namespace and the
+/// namespace it scrapes, are the placement's, as for the policies (placement.rs).
+#[rstest::rstest]
+#[case::kubewarden(&[], "kubewarden", "default")]
+#[case::rancher(&[super::placement::RANCHER], "cattle-kubewarden-system", "default")]
+#[case::dedicated_server(&[SERVER_PLACEMENT], "kubewarden", "capi-template-guard")]
+#[case::dedicated_server_in_rancher(
+    &[super::placement::RANCHER, SERVER_PLACEMENT],
+    "cattle-kubewarden-system",
+    "capi-template-guard"
+)]
+fn the_alerts_and_the_scrape_target_follow_the_placement(
+    #[case] components: &[&str],
+    #[case] namespace: &str,
+    #[case] server: &str,
+) {
+    if !crate::kubectl_on_path("the monitoring's placements") {
+        return;
+    }
+    for order in super::placement::orders(components) {
+        let what = format!("examples/monitoring with components {order:?}");
+        let built = super::placement::build(&["examples/monitoring"], &order);
+        let mut kinds: Vec<&str> = built.iter().filter_map(|d| d["kind"].as_str()).collect();
+        kinds.sort();
+        assert_eq!(kinds, ["PrometheusRule", "ServiceMonitor"], "{what}");
+        let rule = built.iter().find(|d| d["kind"] == "PrometheusRule").unwrap();
+        assert_eq!(rule["metadata"]["namespace"], namespace, "{what}: the rule");
+        let placement = seq_at(rule, "/spec/groups", &what)
+            .iter()
+            .find(|g| g["name"] == "capi-template-guard-placement")
+            .and_then(|g| g["rules"].get(0))
+            .unwrap_or_else(|| panic!("{what}: no placement series"));
+        assert_eq!(placement["record"], "capi_template_guard:placement", "{what}");
+        assert_eq!(
+            placement["labels"],
+            serde_json::json!({"namespace": namespace, "policy_server": server}),
+            "{what}: the placement series"
+        );
+        let monitor = built.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
+        assert_eq!(monitor["metadata"]["namespace"], namespace, "{what}: the ServiceMonitor");
+        assert_eq!(
+            strings(&monitor["spec"]["namespaceSelector"]["matchNames"], &what),
+            [namespace],
+            "{what}: the namespace scraped"
+        );
+    }
+}
+
+/// The placement series as written, with no component: the placement object's own values, so
+/// that promtool's cases (tests/alerts/) run the alerts as `kubectl apply -k examples/monitoring`
+/// installs them.
+#[test]
+fn the_placement_series_holds_the_placement_objects_values() {
+    let placement = yaml_file("examples/placement/placement.yaml");
+    let rule = yaml_file("examples/monitoring/prometheus-rule.yaml");
+    let groups = seq_at(&rule, "/spec/groups", "the rule");
+    assert_eq!(
+        groups[0]["name"], "capi-template-guard-placement",
+        "the placement series comes first, so that the alerts' evaluation sees it"
+    );
+    let labels = &groups[0]["rules"][0]["labels"];
+    assert_eq!(labels["namespace"], placement["data"]["namespace"]);
+    assert_eq!(labels["policy_server"], placement["data"]["policyServer"]);
+    assert_eq!(rule["metadata"]["namespace"], placement["data"]["namespace"]);
 }

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SERVER: &str = "examples/policy-server";
-const RANCHER: &str = "examples/placement/rancher";
+pub(super) const RANCHER: &str = "examples/placement/rancher";
 const CLEANUP: &str = "examples/cleanup/component";
 const READER: &str = "capi-template-guard-reader";
 const ACCESS_REVIEW: &str = "capi-template-guard-access-review";
@@ -63,7 +63,12 @@ fn kubectl() -> bool {
 
 /// `kubectl kustomize` of a kustomization of `resources` and `components` (paths under the
 /// repository), as a user writes one beside a clone.
-fn build(resources: &[&str], components: &[&str]) -> Vec<Value> {
+pub(super) fn build(resources: &[&str], components: &[&str]) -> Vec<Value> {
+    kustomize(resources, components).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The same build, its failure returned: the kustomization and kustomize's error.
+pub(super) fn kustomize(resources: &[&str], components: &[&str]) -> Result<Vec<Value>, String> {
     static SCRATCH: AtomicUsize = AtomicUsize::new(0);
     let scratch = std::env::temp_dir().join(format!(
         "capi-template-guard-placement-{}-{}",
@@ -87,12 +92,16 @@ fn build(resources: &[&str], components: &[&str]) -> Vec<Value> {
         .output()
         .expect("kubectl runs");
     let _ = fs::remove_dir_all(&scratch);
-    assert!(
-        output.status.success(),
-        "kubectl kustomize of\n{kustomization}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    yaml_documents("kustomize output", &String::from_utf8_lossy(&output.stdout))
+    if !output.status.success() {
+        return Err(format!(
+            "kubectl kustomize of\n{kustomization}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(yaml_documents(
+        "kustomize output",
+        &String::from_utf8_lossy(&output.stdout),
+    ))
 }
 
 fn named<'a>(built: &'a [Value], kind: &str, name: &str) -> Option<&'a Value> {
@@ -158,6 +167,11 @@ fn check_placement(built: &[Value], placement: &Placement, what: &str) {
                 named(built, "ClusterRoleBinding", ACCESS_REVIEW).is_some(),
                 "{what}: the PolicyServer's account may create SubjectAccessReviews"
             );
+            assert_eq!(
+                server["spec"]["image"],
+                yaml_file("examples/placement/placement.yaml")["data"]["policyServerImage"],
+                "{what}: the PolicyServer's image is the placement's"
+            );
         }
         None => {
             assert_eq!(
@@ -179,7 +193,7 @@ fn check_placement(built: &[Value], placement: &Placement, what: &str) {
 }
 
 /// Every order of `items`.
-fn orders<'a>(items: &[&'a str]) -> Vec<Vec<&'a str>> {
+pub(super) fn orders<'a>(items: &[&'a str]) -> Vec<Vec<&'a str>> {
     if items.len() <= 1 {
         return vec![items.to_vec()];
     }
@@ -329,4 +343,35 @@ fn the_cleanup_guard_is_the_main_guard_with_its_own_condition() {
 fn every_order_is_built() {
     assert_eq!(orders(&["a", "b", "c"]).len(), 6);
     assert_eq!(orders(&[]), vec![Vec::<&str>::new()]);
+}
+
+/// The dedicated PolicyServer's image is set in one place, the placement's policyServerImage:
+/// merged from a kustomization of the user's, it reaches the PolicyServer.
+#[test]
+fn the_policy_servers_image_follows_the_placement() {
+    if !kubectl() {
+        return;
+    }
+    let placement = yaml_file("examples/placement/placement.yaml");
+    let image = str_at(&placement, "/data/policyServerImage", "the placement");
+    let chart = image
+        .rsplit_once(':')
+        .map(|(path, _)| path)
+        .expect("an image with a tag");
+    assert_eq!(
+        chart, "ghcr.io/kubewarden/adm-controller/policy-server",
+        "the path of the admission-controller chart's policy-server image"
+    );
+    let built = build(&["examples"], &[SERVER]);
+    let server = named(&built, "PolicyServer", "capi-template-guard").expect("the PolicyServer");
+    assert_eq!(server["spec"]["image"], image);
+    let file = "examples/policy-server/policy-server.yaml";
+    let written = yaml_documents(file, &read(file))
+        .into_iter()
+        .find(|d| d["kind"] == "PolicyServer")
+        .expect("the PolicyServer");
+    assert_eq!(
+        written["spec"]["image"], image,
+        "{file}: the image kustomize replaces is the placement's, so that the file alone agrees"
+    );
 }
