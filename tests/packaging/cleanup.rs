@@ -280,3 +280,58 @@ fn the_release_builds_the_image_for_both_architectures_and_signs_it() {
         assert_eq!(job["permissions"]["id-token"], "write");
     }
 }
+
+/// The Helm component (examples/cleanup/helm) patches template-cleanup's CronJob and ClusterRole,
+/// so it must come after the template-cleanup component: after it, in every order of the other
+/// components, the CronJob reads Helm's releases and the role grants what that needs; before it,
+/// the build fails, naming the CronJob, instead of silently leaving Helm out.
+#[test]
+fn the_helm_component_applies_after_the_clean_up_or_fails_the_build() {
+    use super::placement::{RANCHER, kustomize, orders};
+    const HELM: &str = "examples/cleanup/helm";
+    const CLEANUP: &str = "examples/cleanup/component";
+    if !crate::kubectl_on_path("the Helm component's order") {
+        return;
+    }
+    for order in orders(&[CLEANUP, HELM, RANCHER]) {
+        let what = format!("examples with components {order:?}");
+        let position = |c| order.iter().position(|o| *o == c).unwrap();
+        let built = kustomize(&["examples"], &order);
+        if position(HELM) < position(CLEANUP) {
+            let error = built.expect_err(&format!("{what}: the wrong order builds"));
+            assert!(
+                error.contains("nothing selected by CronJob") && error.contains("capi-template-cleanup"),
+                "{what}: {error}"
+            );
+            continue;
+        }
+        let built = built.unwrap_or_else(|e| panic!("{e}"));
+        let find = |kind: &str| {
+            built
+                .iter()
+                .find(|d| d["kind"] == kind && d["metadata"]["name"] == "capi-template-cleanup")
+                .unwrap_or_else(|| panic!("{what}: no {kind} capi-template-cleanup"))
+        };
+        let cronjob = find("CronJob");
+        let args = strings(
+            &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"],
+            &what,
+        );
+        assert_eq!(
+            args.iter().filter(|a| *a == "--helm-releases").count(),
+            1,
+            "{what}: {args:?}"
+        );
+        let rules = seq_at(find("ClusterRole"), "/rules", &what);
+        for (group, resource) in [("", "secrets"), ("helm.toolkit.fluxcd.io", "helmreleases")] {
+            assert!(
+                rules.iter().any(|r| r["apiGroups"] == serde_json::json!([group])
+                    && r["resources"] == serde_json::json!([resource])),
+                "{what}: no rule for {resource}"
+            );
+        }
+    }
+    // the directory itself with `- helm` uncommented, as its comment says
+    let built = kustomize(&["examples/cleanup"], &[HELM]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(built.iter().any(|d| d["kind"] == "CronJob"));
+}
