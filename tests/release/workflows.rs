@@ -6,9 +6,14 @@
 //!   workflow that calls them, on its `# e2e-kwctl:` line, with the commit it was read at) is a
 //!   version that e2e.bats has passed with, as listed in CONTRIBUTING.md, and the declaration
 //!   was read at the commit the workflow pins;
-//! - the release jobs run in the order test, release of the policy, the template-cleanup image,
-//!   Artifact Hub: each job needs every job of the stage before it (transitively), and a job whose
-//!   `if:` runs it after a failure (`always()`, `!cancelled()`) still asks that its needs succeeded.
+//! - the release jobs run in the order test, release of the policy, the template-cleanup image
+//!   (with its attestation), Artifact Hub: each job needs every job of the stage before it
+//!   (transitively), and a job whose `if:` runs it after a failure (`always()`, `!cancelled()`)
+//!   still asks that its needs succeeded;
+//! - the image's attestation is Kubewarden's (kubewarden/github-actions v7.0.1,
+//!   attestation/action.yml): for each architecture the provenance and the SBOM buildx attached
+//!   are read, signed with `cosign sign-blob` into a bundle, verified, and attached to the tag's
+//!   GitHub release under that action's names.
 //!
 //! Each check is a function over the text, so that the unit tests below feed it broken snippets.
 
@@ -26,7 +31,11 @@ const REUSABLE: &str = "kubewarden/github-actions";
 const RELEASE_ORDER: &[&[&str]] = &[
     &["test"],
     &["release"],
-    &["cleanup-image-build", "cleanup-image"],
+    &[
+        "cleanup-image-build",
+        "cleanup-image",
+        "cleanup-image-attestation",
+    ],
     &["artifacthub"],
 ];
 
@@ -295,6 +304,96 @@ fn the_release_jobs_run_in_order() {
         &read(&repo(), RELEASE),
         RELEASE_ORDER,
     ));
+}
+
+/// The attestation job of the template-cleanup image, as Kubewarden's attestation action does it.
+#[test]
+fn the_image_attestation_signs_and_attaches_provenance_and_sbom() {
+    let text = read(&repo(), RELEASE);
+    let workflow = yaml_documents(RELEASE, &text)
+        .into_iter()
+        .next()
+        .expect("release.yml parses");
+    let job = &workflow["jobs"]["cleanup-image-attestation"];
+    assert_eq!(
+        job["strategy"]["matrix"]["arch"],
+        serde_json::json!(["amd64", "arm64"]),
+        "one attestation per architecture the image is built for"
+    );
+    assert_eq!(job["permissions"]["id-token"], "write", "keyless signing");
+    assert_eq!(
+        job["permissions"]["contents"], "write",
+        "attaching to the release"
+    );
+    let steps = job["steps"].as_array().expect("the job has steps");
+    let script = |needle: &str| {
+        steps
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .find(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("no step of the attestation job runs `{needle}`"))
+    };
+    let extract = script("cosign sign-blob");
+    for needle in [
+        "attestation-manifest",
+        "https://slsa.dev/provenance/v1",
+        "https://spdx.dev/Document",
+        "template-cleanup-attestation-$ARCH",
+        "-provenance.intoto.jsonl",
+        "-sbom.json",
+        "--bundle \"$file.bundle.sigstore\"",
+        "cosign verify-blob",
+        "--certificate-identity \"$GITHUB_SERVER_URL/$GITHUB_WORKFLOW_REF\"",
+    ] {
+        assert!(
+            extract.contains(needle),
+            "the attestation step lacks `{needle}`"
+        );
+    }
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.contains("gh release upload"))
+        })
+        .expect("a step attaches the files to the GitHub release");
+    assert_eq!(upload["if"], "startsWith(github.ref, 'refs/tags/v')");
+    assert!(
+        steps.iter().any(|s| s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/upload-artifact@"))),
+        "the files are kept as an artifact of the run too"
+    );
+}
+
+/// What the release builds from is pinned and kept current: the image's builder by digest, its
+/// build context without target/, and renovate with the configuration Kubewarden's policy
+/// repositories extend (kubewarden/github-actions renovate-config/policies.json, as
+/// kubewarden/verify-image-signatures' renovate.json does).
+#[test]
+fn the_images_builder_is_pinned_and_renovate_keeps_the_pins_current() {
+    let root = repo();
+    let dockerfile = read(&root, "template-cleanup/Dockerfile");
+    for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
+        let image = line.split_whitespace().nth(1).unwrap_or_default();
+        assert!(
+            image == "scratch" || image.contains("@sha256:"),
+            "template-cleanup/Dockerfile: `{line}` is not pinned by digest"
+        );
+    }
+    let ignored = read(&root, ".dockerignore");
+    assert!(
+        ignored.lines().any(|l| l.trim() == "target/"),
+        ".dockerignore must leave target/ out of the build context"
+    );
+    let renovate: Value =
+        serde_json::from_str(&read(&root, "renovate.json")).expect("renovate.json is JSON");
+    assert_eq!(
+        renovate["extends"],
+        serde_json::json!(["github>kubewarden/github-actions//renovate-config/policies"]),
+        "renovate.json extends Kubewarden's configuration for policies"
+    );
 }
 
 // The checks on broken inputs.
