@@ -315,3 +315,25 @@ bump:
 clean:
 	cargo clean
 	rm -f policy.wasm annotated-policy.wasm
+
+# Renders examples/sylva through Sylva's own chart (sylva-core's charts/sylva-units, with its
+# sylva-library archive; CONTRIBUTING.md, "Sylva") with Helm 4's engine, on the bootstrap,
+# management (before and after the pivot) and workload-cluster value sets, and checks where this
+# project's units land (scripts/sylva-render.py). Without SYLVA_CHART it says so and skips, as in
+# CI, which has no sylva-core checkout. The engine is helm-python-sdk (Helm 4 as a library, in its
+# binary wheel) with PyYAML, installed under target/tools/ as the other PyPI tools are.
+SYLVA_RENDER_DIR := target/tools/sylva-render
+HELM_PYTHON_SDK_VERSION := 0.2.2
+PYYAML_VERSION := 6.0.3
+
+$(SYLVA_RENDER_DIR)/helm_python/__init__.py:
+	$(PIP_INSTALL) --target $(SYLVA_RENDER_DIR) helm-python-sdk==$(HELM_PYTHON_SDK_VERSION) PyYAML==$(PYYAML_VERSION)
+
+.PHONY: sylva-render
+sylva-render:
+	@if [ -z "$(SYLVA_CHART)" ]; then \
+		echo "sylva-render: SKIPPED: no SYLVA_CHART given. Run make sylva-render SYLVA_CHART=<sylva-core>/charts/sylva-units (CONTRIBUTING.md, \"Sylva\")."; \
+	else \
+		$(MAKE) --no-print-directory $(SYLVA_RENDER_DIR)/helm_python/__init__.py && \
+		PYTHONPATH=$(CURDIR)/$(SYLVA_RENDER_DIR) python3 scripts/sylva-render.py "$(SYLVA_CHART)"; \
+	fi

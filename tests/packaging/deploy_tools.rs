@@ -194,6 +194,10 @@ fn kept_and_labelled(object: &Value) -> bool {
     "examples/sylva/values.yaml",
     "/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
 )]
+#[case::sylva_workload_cluster_unit(
+    "examples/sylva/workload-cluster.values.yaml",
+    "/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
+)]
 fn each_snippet_carries_the_components_patch(#[case] file: &str, #[case] pointer: &str) {
     assert_eq!(
         patches_at(file, pointer),

@@ -1,0 +1,80 @@
+#!/bin/sh
+# capi-template-guard-prepare: the Job of the Sylva unit of that name (../values.yaml and
+# ../workload-cluster.values.yaml; docs/operations.md, "Sylva"). It sends no DELETE, so the guard
+# never has to judge it, and it is safe to run again: each step writes only what differs.
+#
+# 1. Keep and label every template of the `cluster` Helm release of this namespace for
+#    template-cleanup, the ones the release no longer renders included (Sylva keeps them; the
+#    post-renderer of the `cluster` unit reaches only those it renders now).
+# 2. REFRESH_METAL3_TEMPLATES=true (management cluster, first install, after the pivot): put the
+#    Metal3MachineTemplates the release renders now into the live ones, in place. This is what
+#    Sylva's refresh-metal3machinetemplates fixed by deleting them all: after `clusterctl move`
+#    the live templates still hold what the bootstrap cluster rendered (its os-image-server's
+#    URLs), and the management cluster's first `cluster` install adopts them without changing
+#    them (docs/operations.md, "Sylva", says why and cites the code).
+#
+# Environment (the unit's postBuild substitution writes it into the Job): NAMESPACE, RELEASE (the
+# `cluster` HelmRelease's releaseName), REFRESH_METAL3_TEMPLATES (true or false). Needs kubectl,
+# jq, base64 and gzip, as Sylva's kube-job image has for its pivot job.
+set -eu
+
+ns=${NAMESPACE:?}
+release=${RELEASE:?}
+label=capi-template-guard.kubewarden.io/cleanup
+
+# Every template kind served in a Cluster API provider group (the guard's groups, docs/design.md).
+kinds=$(kubectl api-resources --namespaced -o name |
+  grep -E '^[a-z0-9]+templates\.(infrastructure|vmware\.infrastructure|bootstrap|controlplane)\.cluster\.x-k8s\.io$' || true)
+
+marked=0
+for kind in $kinds; do
+  names=$(kubectl -n "$ns" get "$kind" -o json | jq -r --arg r "$release" --arg ns "$ns" --arg l "$label" '
+    .items[]
+    | select(.metadata.annotations["meta.helm.sh/release-name"] == $r
+             and .metadata.annotations["meta.helm.sh/release-namespace"] == $ns)
+    | select(.metadata.labels[$l] != "true"
+             or .metadata.annotations["helm.sh/resource-policy"] != "keep"
+             or .metadata.annotations["kustomize.toolkit.fluxcd.io/prune"] != "disabled")
+    | .metadata.name')
+  for name in $names; do
+    kubectl -n "$ns" patch "$kind" "$name" --type merge -p "{\"metadata\":{\"labels\":{\"$label\":\"true\"},\"annotations\":{\"helm.sh/resource-policy\":\"keep\",\"kustomize.toolkit.fluxcd.io/prune\":\"disabled\"}}}"
+    marked=$((marked + 1))
+  done
+done
+echo "templates of release $ns/$release kept and labelled for template-cleanup: $marked"
+
+if [ "${REFRESH_METAL3_TEMPLATES:-false}" != true ]; then
+  exit 0
+fi
+
+# The deployed revision of the release, from Helm's storage: the Secret's data.release is base64
+# of gzip of the release JSON, and the API server base64-encodes Secret data once more.
+secrets=$(kubectl -n "$ns" get secret -l "owner=helm,name=$release,status=deployed" -o jsonpath='{.items[*].metadata.name}')
+# shellcheck disable=SC2086 # one name per word
+set -- $secrets
+if [ "$#" -ne 1 ]; then
+  echo "expected one deployed revision of Helm release $ns/$release, found $#: ${secrets:-none}" >&2
+  exit 1
+fi
+kubectl -n "$ns" get secret "$1" -o jsonpath='{.data.release}' | base64 -d | base64 -d | gzip -d |
+  jq -r .manifest >/tmp/manifest.yaml
+kubectl create --dry-run=client -o json -f /tmp/manifest.yaml |
+  jq -c '(.items // [.])[] | select(.kind == "Metal3MachineTemplate")' >/tmp/wanted.json
+
+refreshed=0
+while read -r wanted; do
+  name=$(printf '%s' "$wanted" | jq -r .metadata.name)
+  live=$(kubectl -n "$ns" get metal3machinetemplate "$name" -o json)
+  # A merge patch of spec.template.spec as rendered; a key the release no longer renders is removed.
+  patch=$(jq -cn --argjson live "$live" --argjson wanted "$wanted" '
+    ($wanted.spec.template.spec // {}) as $w
+    | ($live.spec.template.spec // {}) as $l
+    | if $w == $l then empty
+      else {spec: {template: {spec: ($w + (($l | keys) - ($w | keys) | map({(.): null}) | add // {}))}}}
+      end')
+  if [ -n "$patch" ]; then
+    kubectl -n "$ns" patch metal3machinetemplate "$name" --type merge -p "$patch"
+    refreshed=$((refreshed + 1))
+  fi
+done </tmp/wanted.json
+echo "Metal3MachineTemplates of release $ns/$release refreshed in place: $refreshed of $(wc -l </tmp/wanted.json)"
