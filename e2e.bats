@@ -90,6 +90,39 @@ patch_is() {
   message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
 }
 
+@test "row 1: the MachineSet of the current revision keeps its template at zero replicas" {
+  evaluate guard-row1-current-revision-machineset '{}'
+  rejected_with 409
+  message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
+}
+
+@test "row 1, v1beta2: an old revision at zero releases its template while its machines are deleted" {
+  evaluate guard-row1-old-revision-draining '{}'
+  allowed
+}
+
+@test "row 1, v1beta2: an old revision at zero keeps a nodeReuse template while it has machines" {
+  evaluate guard-row1-old-revision-draining-node-reuse '{}'
+  rejected_with 409
+  message_has "MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)"
+}
+
+@test "row 1, v1beta2: a MachineSet whose MachineDeployment is gone releases its template" {
+  evaluate guard-row1-owner-gone-machineset '{}'
+  allowed
+}
+
+@test "row 2: Kairos naming another namespace does not keep the template of its own" {
+  evaluate guard-row2-kairos-other-namespace '{}'
+  allowed
+}
+
+@test "row 2: Kairos naming the template's namespace keeps it" {
+  evaluate guard-row2-kairos-own-namespace '{}'
+  rejected_with 409
+  message_has "KairosControlPlane edge-k-cp (spec.machineTemplate.infrastructureRef)"
+}
+
 @test "row 1, Cluster API 1.9 and 1.10: a MachineDeployment in another namespace keeps the template it names" {
   evaluate guard-row1-cross-namespace-v1beta1 '{}'
   rejected_with 409

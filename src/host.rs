@@ -535,6 +535,7 @@ mod tests {
         assert_eq!(
             host.sent_masks(0),
             [
+                "metadata.annotations",
                 "metadata.deletionTimestamp",
                 "metadata.labels",
                 "metadata.name",

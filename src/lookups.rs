@@ -239,10 +239,12 @@ impl Lookups for HostLookups<'_> {
             At::Unknown(served) => return Err(self.unreadable_version(&kind.resource, &served)),
         };
         // Each object becomes its candidate as soon as it is decoded, and is dropped.
+        let owner_read_first = kind.owner_read_first(version);
         let candidate = |mut object: Object, namespace: Option<String>| {
             references::take_candidate(kind, &mut object)
                 .map(|candidate| Candidate {
                     namespace,
+                    owner_read_first,
                     ..candidate
                 })
                 .map_err(|e| (e, object.metadata.name))

@@ -23,15 +23,22 @@ pub enum ReadKey {
     /// core/reconcilers/machineset/machineset_controller.go@v1.14.0, the same in
     /// internal/controllers/machineset@v1.10.9).
     DeploymentName,
+    /// Annotation the MachineDeployment controller writes on itself and on each of its
+    /// MachineSets: a MachineSet whose value equals its MachineDeployment's is the current
+    /// revision, whose missing template fails every reconcile (`isCurrentMachineSet` in
+    /// core/reconcilers/machineset/machineset_controller.go@v1.14.0, the same in
+    /// internal/controllers/machineset@v1.10.10).
+    Revision,
 }
 
 impl ReadKey {
-    pub const ALL: [ReadKey; 5] = [
+    pub const ALL: [ReadKey; 6] = [
         ReadKey::ClonedFromName,
         ReadKey::ClonedFromGroupKind,
         ReadKey::DeleteForMove,
         ReadKey::ClusterName,
         ReadKey::DeploymentName,
+        ReadKey::Revision,
     ];
 
     /// The key as objects carry it.
@@ -42,6 +49,7 @@ impl ReadKey {
             ReadKey::DeleteForMove => "clusterctl.cluster.x-k8s.io/delete-for-move",
             ReadKey::ClusterName => "cluster.x-k8s.io/cluster-name",
             ReadKey::DeploymentName => "cluster.x-k8s.io/deployment-name",
+            ReadKey::Revision => "machinedeployment.clusters.x-k8s.io/revision",
         }
     }
 

@@ -30,9 +30,14 @@ pub struct Candidate {
     /// `spec.replicas` and `status.replicas` (the machines it has), MachineSets only.
     pub replicas: Option<i64>,
     pub machines: Option<i64>,
-    /// It carries a non-empty [`ReadKey::DeploymentName`] label: a MachineSet of a
-    /// MachineDeployment.
-    pub in_deployment: bool,
+    /// Its [`ReadKey::DeploymentName`] label, MachineSets only: the MachineDeployment it belongs
+    /// to (an empty one names none, which its controller reads as an owner that is gone).
+    pub deployment: Option<String>,
+    /// Its [`ReadKey::Revision`] annotation, MachineDeployments and MachineSets only.
+    pub revision: Option<String>,
+    /// Read at a version whose controller reads its MachineDeployment before any template
+    /// ([`crate::catalogue::ReferrerKind::owner_read_first`]); set by the lookup that lists it.
+    pub owner_read_first: bool,
     /// Listed across namespaces (its kind follows the namespaces its references give): the
     /// namespace it is in. `None`: listed in the template's namespace, whose references name
     /// templates there.
@@ -44,17 +49,6 @@ impl Candidate {
     /// A MachineSet scaled to zero with no machines left.
     pub fn scaled_down(&self) -> bool {
         self.replicas == Some(0) && self.machines == Some(0)
-    }
-
-    /// An old revision of a MachineDeployment, scaled to zero with no machines left: the only
-    /// MachineSet whose missing template Cluster API tolerates while it is not being deleted.
-    /// `reconcileExternalTemplateReference` (core/reconcilers/machineset/machineset_controller.go
-    /// @v1.14.0, internal/controllers/machineset@v1.10.9) returns the not-found error for a
-    /// MachineSet outside a MachineDeployment, which then fails every reconcile and can never
-    /// scale up again. The current revision's templates are the MachineDeployment's own, which
-    /// row 1 keeps through the MachineDeployment.
-    pub fn retired(&self) -> bool {
-        self.in_deployment && self.scaled_down()
     }
 
     /// Whether it may still have machines. A MachineSet whose controller has not written
@@ -74,8 +68,21 @@ impl Candidate {
 /// namespace (`external.Get` of `ref.Namespace`, controllers/external/util.go@v1.9.0), 1.8 and
 /// older the Cluster's (`external.Get(ctx, c, ref, cluster.Namespace)`, util.go@v1.8.0), and both
 /// serve the same v1beta1: which one runs cannot be read from the CRDs, so both count.
-pub fn resolves_to(reference: &ObjectRef, across: Option<&str>, namespace: &str) -> bool {
-    across.is_none_or(|own| own == namespace || reference.namespace.as_deref() == Some(namespace))
+///
+/// A kind whose controller reads only the namespace the reference resolves to
+/// ([`ReferrerKind::reference_namespace_only`], Kairos) names a template there alone: the
+/// reference's namespace, or its own when the reference gives none.
+pub fn resolves_to(
+    kind: &ReferrerKind,
+    reference: &ObjectRef,
+    across: Option<&str>,
+    namespace: &str,
+) -> bool {
+    let given = reference.namespace.as_deref().filter(|n| !n.is_empty());
+    across.is_none_or(|own| match kind.reference_namespace_only {
+        true => given.unwrap_or(own) == namespace,
+        false => own == namespace || given == Some(namespace),
+    })
 }
 
 /// A field of a listed object that does not have the shape its path promises: the policy cannot
@@ -254,17 +261,22 @@ fn candidate_from(
         true => Some(meta.name.clone()),
         false => cluster.or_else(|| meta.labels.remove(ReadKey::ClusterName)),
     };
-    let in_deployment = meta
-        .labels
-        .remove(ReadKey::DeploymentName)
-        .is_some_and(|name| !name.is_empty());
+    let (deployment, revision) = match kind.reads_revision() {
+        true => (
+            meta.labels.remove(ReadKey::DeploymentName),
+            meta.annotations.remove(ReadKey::Revision),
+        ),
+        false => (None, None),
+    };
     Candidate {
         name: std::mem::take(&mut meta.name),
         deleting: meta.is_deleting(),
         cluster,
         replicas,
         machines,
-        in_deployment,
+        deployment,
+        revision,
+        owner_read_first: false,
         namespace: None,
         named,
     }

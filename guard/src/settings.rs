@@ -39,7 +39,8 @@ pub struct Settings {
     /// Version used to read Metal3Machines, Metal3MachineTemplates, Metal3DataClaims and
     /// Metal3Datas.
     pub metal3_api_version: VersionChoice,
-    /// Whether a MachineSet scaled to zero with no machines left still keeps its templates.
+    /// Whether a MachineSet of an old revision of its MachineDeployment, scaled to zero, still
+    /// keeps its templates (see `decision::read_by_revision`).
     pub count_scaled_down_machine_sets: bool,
     /// Whether a failed lookup accepts the deletion (with a warning) instead of rejecting it.
     pub fail_open_on_lookup_error: bool,

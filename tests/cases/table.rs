@@ -168,6 +168,27 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         json!("edge-b-md-storage"),
     );
     let old_tpl_1b8 = old_template(&no_owner(&tpl_workers2), "edge-a-workers-1b8e4a60", V2);
+    // The same previous template without node reuse: only Cluster API's reads keep it.
+    let mut old_tpl_no_reuse = old_tpl_1b8.clone();
+    old_tpl_no_reuse["spec"]["nodeReuse"] = json!(false);
+    // The previous MachineSet at the MachineDeployment's revision (2): its new MachineSet has
+    // not been created yet, so it is still the current revision.
+    let mut current_ms2 = scaled_ms2.clone();
+    current_ms2["metadata"]["annotations"]["machinedeployment.clusters.x-k8s.io/revision"] =
+        json!("2");
+    // An old revision scaled to zero with two machines left to delete.
+    let mut draining_ms2 = ms2.clone();
+    draining_ms2["spec"]["replicas"] = json!(0);
+    draining_ms2["status"] = json!({"replicas": 2});
+    // A KairosControlPlane of the template's namespace naming a template of the same name in
+    // another namespace.
+    let kairos_elsewhere = json!({"apiVersion": format!("{CP}/{V2}"), "kind": "KairosControlPlane",
+        "metadata": {"name": "edge-k-cp", "namespace": NS, "labels": {"cluster.x-k8s.io/cluster-name": "edge-k"}},
+        "spec": {"replicas": 1, "version": "v1.33.1", "machineTemplate": {"infrastructureRef": {
+            "apiVersion": format!("{INFRA}/{V2}"), "kind": "Metal3MachineTemplate",
+            "name": "edge-a-workers-1b8e4a60", "namespace": "edge-west"}}}});
+    let mut kairos_here = kairos_elsewhere.clone();
+    kairos_here["spec"]["machineTemplate"]["infrastructureRef"]["namespace"] = json!(NS);
     let mut openstack_ms = ms2.clone();
     openstack_ms["spec"]["template"]["spec"]["infrastructureRef"] = json!({"apiGroup": INFRA, "kind": "OpenStackMachineTemplate", "name": "edge-os-workers-41d2"});
     let talos = json!({"apiVersion": format!("{CP}/v1alpha3"), "kind": "TalosControlPlane",
@@ -276,6 +297,20 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         ("guard-row1-scaled-down-machineset", case(delete(&old_tpl_1b8, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&scaled_ms2), kcp, rke2: Some(empty), m3m: Some(empty), ..Infra::default() }))),
         // Row 1: a MachineSet outside a MachineDeployment keeps its templates scaled to zero.
         ("guard-row1-standalone-machineset", case(delete(&old_tpl_1b8, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&standalone_ms2), kcp, rke2: Some(empty), m3m: Some(empty), ..Infra::default() }))),
+        // Row 1: the MachineSet of the MachineDeployment's current revision keeps its templates at
+        // zero replicas (isCurrentMachineSet, machineset_controller.go@v1.14.0).
+        ("guard-row1-current-revision-machineset", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&current_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
+        // Row 1, v1beta2: an old revision scaled to zero reads no template while its machines
+        // are deleted (syncReplicas@v1.14.0); without node reuse nothing else needs it.
+        ("guard-row1-old-revision-draining", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&draining_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
+        // The same with node reuse: CAPM3 1.13 reads it through the MachineSet for each machine.
+        ("guard-row1-old-revision-draining-node-reuse", case(delete(&old_tpl_1b8, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&draining_ms2), kcp, rke2: Some(empty), m3m: Some(empty), ..Infra::default() }))),
+        // Row 1, v1beta2: a MachineSet whose MachineDeployment is gone reads no template
+        // (Reconcile returns getOwnerMachineDeployment's error first, @v1.14.0).
+        ("guard-row1-owner-gone-machineset", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md: empty, ms, kcp, rke2: Some(empty), ..Infra::default() }))),
+        // Row 2: Kairos reads the template only in the namespace its reference names.
+        ("guard-row2-kairos-other-namespace", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: empty, kcp, rke2: Some(empty), also: &[("KairosControlPlane", V2, vec![kairos_elsewhere])], ..Infra::default() }))),
+        ("guard-row2-kairos-own-namespace", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: empty, kcp, rke2: Some(empty), also: &[("KairosControlPlane", V2, vec![kairos_here])], ..Infra::default() }))),
         // Row 1, Cluster API 1.10: a MachineDeployment in another namespace whose reference names
         // the template's namespace keeps it (listed across namespaces).
         ("guard-row1-cross-namespace-v1beta1", case(delete(&tpl_workers1, false), infra_lists(V1, Infra { md: std::slice::from_ref(&md1_east), kcp: std::slice::from_ref(&kcp1), m3m: Some(empty), ..Infra::default() }))),

@@ -295,9 +295,14 @@ pub struct ReferrerKind {
     pub while_deleting: WhileDeleting,
     /// Still keeps its template while its Cluster is being deleted or gone (row 6 skips it).
     pub kept_through_cluster_deletion: bool,
-    /// An old MachineSet of a MachineDeployment scaled to zero with no machines left keeps
-    /// nothing (unless `countScaledDownMachineSets`), as `Candidate::retired` decides.
-    pub scaled_down_keeps_nothing: bool,
+    /// Read as Cluster API's MachineSet controller reads a MachineSet: whether it needs its
+    /// templates follows its MachineDeployment, by revision (see `decision::read_by_revision`).
+    pub by_revision: bool,
+    /// Its controller reads the template only in the namespace the reference resolves to (the
+    /// reference's, else its own), never in its own when the reference names another. Without
+    /// it, a kind listed across namespaces keeps the template in either: releases that read one
+    /// or the other serve the same versions.
+    pub reference_namespace_only: bool,
     /// The versions at which its controller reads a template at the namespace the reference
     /// gives (an empty one is the referrer's own): read there, the kind is listed cluster-wide
     /// and a reference names a template only in the namespace it resolves to. At any other
@@ -320,6 +325,24 @@ impl ReferrerKind {
     /// Whether, read at `version`, its references may name a template in another namespace.
     pub fn follows_reference_namespace(&self, version: &str) -> bool {
         self.follows_reference_namespace_at.contains(&version)
+    }
+
+    /// Whether, read at `version`, its controller is known to read its MachineDeployment before
+    /// any template, and to stop when that is gone: Cluster API 1.9 and newer (`Reconcile`
+    /// returns `getOwnerMachineDeployment`'s error first, core/reconcilers/machineset/
+    /// machineset_controller.go@v1.14.0, internal/controllers/machineset@v1.10.10), the
+    /// releases that serve `v1beta2` from 1.11. At `v1beta1` the release may be 1.8 or older,
+    /// which reads the template first (`reconcileExternalTemplateReference`@v1.8.0), or 1.7
+    /// and older, which fail every reconcile on a missing template.
+    pub fn owner_read_first(&self, version: &str) -> bool {
+        self.by_revision && version == V1BETA2
+    }
+
+    /// Whether its revision annotation is read: a MachineSet's, and its MachineDeployment's,
+    /// which says which MachineSet is current.
+    pub fn reads_revision(&self) -> bool {
+        self.by_revision
+            || (self.resource.kind == "MachineDeployment" && self.resource.group == CAPI_GROUP)
     }
 
     /// The field masks a list of this kind sends: what it reads and the plain paths of its

@@ -28,7 +28,8 @@ const fn control_plane(
         only_node_reuse: false,
         while_deleting: WhileDeleting::Keeps,
         kept_through_cluster_deletion: true,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: &[],
         advice: Advice::Rollout,
     }
@@ -48,7 +49,8 @@ const fn health_check(resource: Resource, fields: &'static [&'static str]) -> Re
         only_node_reuse: false,
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: &[],
         advice: Advice::HealthCheck,
     }
@@ -80,6 +82,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
             CAPI_VERSIONS,
             Some(VersionSetting::Capi),
             &[
+                "metadata.annotations",
                 "metadata.deletionTimestamp",
                 "metadata.labels",
                 "metadata.name",
@@ -94,7 +97,8 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         only_node_reuse: false,
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: CAPI_REFERENCE_NAMESPACE,
         advice: Advice::Rollout,
     },
@@ -110,6 +114,7 @@ pub static REFERRERS: [ReferrerKind; 21] = [
             CAPI_VERSIONS,
             Some(VersionSetting::Capi),
             &[
+                "metadata.annotations",
                 "metadata.deletionTimestamp",
                 "metadata.labels",
                 "metadata.name",
@@ -126,7 +131,8 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         only_node_reuse: false,
         while_deleting: WhileDeleting::KeepsNodeReuseWhileItHasMachines,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: true,
+        by_revision: true,
+        reference_namespace_only: false,
         follows_reference_namespace_at: CAPI_REFERENCE_NAMESPACE,
         advice: Advice::Rollout,
     },
@@ -248,10 +254,13 @@ pub static REFERRERS: [ReferrerKind; 21] = [
     // `KairosConfigTemplateReference` makes apiVersion and kind optional and the examples write a
     // name only; the controller reads it as a KairosConfigTemplate, so the kind is implied. The
     // machine template is read at the namespace its reference gives (`getTemplateObject`,
-    // internal/infrastructure/clone.go@46551fa); nothing defaults or validates it.
+    // internal/infrastructure/clone.go@46551fa), and only there: no Kairos release reads the
+    // control plane's own namespace when the reference names another; nothing defaults or
+    // validates it.
     ReferrerKind {
         keeps: &[TemplateClass::Machine, TemplateClass::Bootstrap],
         follows_reference_namespace_at: &[V1BETA2],
+        reference_namespace_only: true,
         implied: &[Implied {
             field: "spec.kairosConfigTemplate",
             group: BOOTSTRAP_GROUP,
@@ -322,7 +331,8 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         only_node_reuse: false,
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: &[],
         advice: Advice::ClusterClass,
     },
@@ -372,7 +382,8 @@ pub static REFERRERS: [ReferrerKind; 21] = [
         only_node_reuse: true,
         while_deleting: WhileDeleting::Keeps,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: &[],
         advice: Advice::NodeReuse,
     },
@@ -460,7 +471,8 @@ const fn data_user(
         only_node_reuse: false,
         while_deleting: WhileDeleting::KeepsNothing,
         kept_through_cluster_deletion: false,
-        scaled_down_keeps_nothing: false,
+        by_revision: false,
+        reference_namespace_only: false,
         follows_reference_namespace_at: &[],
         advice: Advice::DataTemplate,
     }

@@ -99,8 +99,13 @@ pub fn decide(
         return Ok(Decision::Release(ReleaseReason::Moving));
     }
     // Rows 1 to 4, then the scan of the kinds the catalogue cannot read field by field.
-    let mut referrers = referrers_keeping(template, settings, lookups)?;
-    referrers.extend(scanned_keeping(template, settings, lookups)?);
+    let (mut referrers, deployments) = referrers_keeping(template, settings, lookups)?;
+    referrers.extend(scanned_keeping(
+        template,
+        settings,
+        deployments.as_ref(),
+        lookups,
+    )?);
     // A catalogue kind read by the scan sorts with the catalogue kinds; the sort is stable, so
     // names stay sorted within each kind.
     referrers.sort_by(|a, b| kind_order(&a.kind).cmp(&kind_order(&b.kind)));
@@ -129,20 +134,28 @@ fn referrers_keeping(
     template: &Template,
     settings: &Settings,
     lookups: &mut impl Lookups,
-) -> Result<Vec<Referrer>, LookupError> {
+) -> Result<(Vec<Referrer>, Option<Deployments>), LookupError> {
     let mut found = Vec::new();
+    let mut deployments = None;
     for kind in REFERRERS
         .iter()
         .filter(|kind| kind.can_keep(template.class, template.node_reuse))
     {
         let candidates = lookups.referrers(kind)?;
+        // The MachineDeployments come first in the catalogue: the MachineSets after them are
+        // read by their owners' revisions. All of them, deleting ones included, as
+        // `getOwnerMachineDeployment` gets any. Cluster API serves both kinds at the same
+        // versions, so a MachineSet read field by field has its MachineDeployments read so too.
+        if kind.reads_revision() && !kind.by_revision {
+            deployments = Some(Deployments::listed(&candidates, &template.namespace));
+        }
         // Keyed by namespace (none: the template's) and name.
         type Key = (Option<String>, String);
         let mut by_name: BTreeMap<Key, (Vec<Cow<'static, str>>, Option<String>)> = BTreeMap::new();
         // Each candidate's strings are moved into its entry, not copied: there may be thousands.
         for candidate in candidates
             .into_iter()
-            .filter(|c| counts(kind, c, template.node_reuse, settings))
+            .filter(|c| counts(kind, c, template, settings, deployments.as_ref()))
         {
             let across = candidate.namespace.as_deref();
             let fields: Vec<Cow<'static, str>> = candidate
@@ -150,7 +163,12 @@ fn referrers_keeping(
                 .into_iter()
                 .filter(|named| {
                     template.reference.is_named_by(&named.reference)
-                        && references::resolves_to(&named.reference, across, &template.namespace)
+                        && references::resolves_to(
+                            kind,
+                            &named.reference,
+                            across,
+                            &template.namespace,
+                        )
                 })
                 .map(|named| named.field)
                 .collect();
@@ -184,7 +202,7 @@ fn referrers_keeping(
                 }),
         );
     }
-    Ok(found)
+    Ok((found, deployments))
 }
 
 /// Every scanned object that names the template anywhere in its spec keeps it, also while it is
@@ -197,6 +215,7 @@ fn referrers_keeping(
 fn scanned_keeping(
     template: &Template,
     settings: &Settings,
+    deployments: Option<&Deployments>,
     lookups: &mut impl Lookups,
 ) -> Result<Vec<Referrer>, LookupError> {
     let mut found = Vec::new();
@@ -213,7 +232,7 @@ fn scanned_keeping(
                             Ok(c) => (
                                 Keeper::Known(known),
                                 named,
-                                counts(known, &c, template.node_reuse, settings),
+                                counts(known, &c, template, settings, deployments),
                                 c.cluster,
                             ),
                             Err(_) => (
@@ -267,29 +286,109 @@ fn kind_order(keeper: &Keeper) -> (usize, &str) {
     }
 }
 
+/// The MachineDeployments listed, by namespace (`None`: the template's) and name, each with
+/// its revision annotation.
+#[derive(Debug, Default)]
+pub struct Deployments(BTreeMap<(Option<String>, String), Option<String>>);
+
+impl Deployments {
+    fn listed(candidates: &[Candidate], namespace: &str) -> Self {
+        Deployments(
+            candidates
+                .iter()
+                .map(|c| {
+                    let key = (Self::elsewhere(c, namespace), c.name.clone());
+                    (key, c.revision.clone())
+                })
+                .collect(),
+        )
+    }
+
+    fn elsewhere(candidate: &Candidate, namespace: &str) -> Option<String> {
+        candidate.namespace.clone().filter(|n| n != namespace)
+    }
+
+    /// The revision of `machine_set`'s MachineDeployment: `None` when it is gone (or the label
+    /// names none), `Some(None)` when it carries no revision.
+    fn owner_revision(&self, machine_set: &Candidate, namespace: &str) -> Option<&Option<String>> {
+        let owner = machine_set.deployment.clone()?;
+        self.0
+            .get(&(Self::elsewhere(machine_set, namespace), owner))
+    }
+}
+
 /// Whether a listed object can keep anything.
 ///
 /// - Being deleted, it keeps only what its kind keeps while deleting (see [`WhileDeleting`]):
 ///   the topology controller deletes a MachineSet's templates before it lets the MachineSet go,
 ///   so counting those would deadlock; a control plane needs its template until it is gone.
-/// - An old revision of a MachineDeployment, scaled down, keeps nothing unless
-///   `countScaledDownMachineSets` is set; a MachineSet outside a MachineDeployment keeps its
-///   templates at any replica count (see [`Candidate::retired`]).
+/// - A MachineSet keeps what its controller still reads ([`read_by_revision`]); beyond that, a
+///   `nodeReuse: true` Metal3MachineTemplate while it has machines, which CAPM3 1.13 and newer
+///   read through it when they delete one (cluster-api-provider-metal3 PR 3168,
+///   `baremetal/metal3machine_manager.go`).
 fn counts(
     kind: &ReferrerKind,
     candidate: &Candidate,
-    node_reuse: bool,
+    template: &Template,
     settings: &Settings,
+    deployments: Option<&Deployments>,
 ) -> bool {
-    let while_deleting = match kind.while_deleting {
-        WhileDeleting::KeepsNothing => false,
-        WhileDeleting::Keeps => true,
-        WhileDeleting::KeepsNodeReuseWhileItHasMachines => node_reuse && candidate.has_machines(),
+    let node_reuse_kept = template.node_reuse && candidate.has_machines();
+    if candidate.deleting {
+        return match kind.while_deleting {
+            WhileDeleting::KeepsNothing => false,
+            WhileDeleting::Keeps => true,
+            WhileDeleting::KeepsNodeReuseWhileItHasMachines => node_reuse_kept,
+        };
+    }
+    !kind.by_revision
+        || read_by_revision(candidate, &template.namespace, settings, deployments)
+        || node_reuse_kept
+}
+
+/// Whether Cluster API's MachineSet controller still reads a MachineSet's templates
+/// (`Reconcile`, `reconcileExternalTemplateReference`, `isCurrentMachineSet` and `syncReplicas`
+/// in core/reconcilers/machineset/machineset_controller.go@v1.14.0; the same in
+/// internal/controllers/machineset/machineset_controller.go@v1.10.10):
+///
+/// - outside a MachineDeployment (no deployment-name label): always, a missing template is an
+///   error on every reconcile;
+/// - of the MachineDeployment's current revision (equal revision annotations, an absent one
+///   read as empty): always, at any replica count. That lasts while the MachineDeployment has
+///   not created its new MachineSet (`getNewMachineSet`, machinedeployment_sync.go);
+/// - of an old revision: only to create machines. Scaled to zero it only deletes or moves
+///   machines, which reads no template, unless `countScaledDownMachineSets` keeps it for a
+///   scale-up by hand. Read at `v1beta1` the release may be 1.7 or older, whose every reconcile
+///   reads the templates first, deletions of machines included: there it keeps them while it
+///   has machines;
+/// - whose MachineDeployment is gone: never, where the owner is known to be read first
+///   ([`ReferrerKind::owner_read_first`]); elsewhere always.
+///
+/// Where the MachineDeployments could not be listed field by field, it always reads them.
+pub fn read_by_revision(
+    machine_set: &Candidate,
+    namespace: &str,
+    settings: &Settings,
+    deployments: Option<&Deployments>,
+) -> bool {
+    if machine_set.deployment.is_none() {
+        return true;
+    }
+    let Some(deployments) = deployments else {
+        return true;
     };
-    (!candidate.deleting || while_deleting)
-        && !(kind.scaled_down_keeps_nothing
-            && candidate.retired()
-            && !settings.count_scaled_down_machine_sets)
+    match deployments.owner_revision(machine_set, namespace) {
+        None => !machine_set.owner_read_first,
+        Some(owner)
+            if owner.as_deref().unwrap_or("") == machine_set.revision.as_deref().unwrap_or("") =>
+        {
+            true
+        }
+        Some(_) => {
+            let drained = machine_set.owner_read_first || machine_set.machines == Some(0);
+            machine_set.replicas != Some(0) || !drained || settings.count_scaled_down_machine_sets
+        }
+    }
 }
 
 /// Row 6: the owning Clusters, when there are 1 to [`MAX_CLUSTER_OWNERS`] of them and every

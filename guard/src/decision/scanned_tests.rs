@@ -56,15 +56,16 @@ fn machine_set(deleting: bool, replicas: Value, machines: Value) -> Value {
 }
 
 /// A MachineSet served only at a future version keeps its rules: being deleted it keeps nothing
-/// (but a nodeReuse template while it has machines), scaled to zero with no machines it keeps
-/// nothing, unless it stands outside a MachineDeployment; a field of another shape falls back to
-/// the scan's rule (keeps).
+/// (but a nodeReuse template while it has machines); scaled to zero it still keeps its
+/// templates, since its MachineDeployment's revision is not read field by field at such a
+/// version and the release is not known to read the owner first; a field of another shape falls
+/// back to the scan's rule (keeps).
 #[rstest]
 #[case::running(false, json!(1), json!(1), false, true)]
 #[case::deleting(true, json!(1), json!(1), false, false)]
 #[case::deleting_node_reuse_with_machines(true, json!(1), json!(1), true, true)]
 #[case::deleting_node_reuse_without_machines(true, json!(0), json!(0), true, false)]
-#[case::scaled_down(false, json!(0), json!(0), false, false)]
+#[case::scaled_down(false, json!(0), json!(0), false, true)]
 #[case::replicas_of_another_shape(true, json!("one"), json!(0), false, true)]
 fn a_machine_set_at_a_future_version_keeps_its_rules(
     #[case] deleting: bool,

@@ -448,18 +448,26 @@ fn scaled_down_machine_sets(#[case] value: Value, #[case] expected: bool) {
     );
 }
 
-/// Only a non-empty deployment-name label makes a MachineSet part of a MachineDeployment, as
-/// `getOwnerMachineDeployment` reads it.
+/// A MachineSet's deployment-name label is read as `isDeploymentChild` reads it (present, even
+/// empty) and its revision annotation as `isCurrentMachineSet` does; a MachineDeployment's
+/// revision too; other kinds read neither.
 #[rstest]
-#[case::labelled(json!({DEPLOYMENT_NAME_LABEL: "md"}), true)]
-#[case::empty(json!({DEPLOYMENT_NAME_LABEL: ""}), false)]
-#[case::other_label(json!({CLUSTER_NAME_LABEL: "c"}), false)]
-#[case::no_labels(json!(null), false)]
-fn retired_machine_sets(#[case] labels: Value, #[case] in_deployment: bool) {
-    let value =
-        json!({"metadata": {"labels": labels}, "spec": {"replicas": 0}, "status": {"replicas": 0}});
-    let ms: Object = serde_json::from_value(value).unwrap();
-    let candidate = candidate_of(kind("MachineSet"), &ms).unwrap();
-    assert_eq!(candidate.in_deployment, in_deployment);
-    assert_eq!(candidate.retired(), in_deployment);
+#[case::labelled("MachineSet", json!({DEPLOYMENT_NAME_LABEL: "md"}), Some("md"), Some("3"))]
+#[case::empty("MachineSet", json!({DEPLOYMENT_NAME_LABEL: ""}), Some(""), Some("3"))]
+#[case::other_label("MachineSet", json!({CLUSTER_NAME_LABEL: "c"}), None, Some("3"))]
+#[case::no_labels("MachineSet", json!(null), None, Some("3"))]
+#[case::deployment("MachineDeployment", json!(null), None, Some("3"))]
+#[case::control_plane("KubeadmControlPlane", json!({DEPLOYMENT_NAME_LABEL: "md"}), None, None)]
+fn machine_set_owners_and_revisions(
+    #[case] kind_name: &str,
+    #[case] labels: Value,
+    #[case] deployment: Option<&str>,
+    #[case] revision: Option<&str>,
+) {
+    let value = json!({"metadata": {"labels": labels,
+        "annotations": {"machinedeployment.clusters.x-k8s.io/revision": "3"}}});
+    let object: Object = serde_json::from_value(value).unwrap();
+    let candidate = candidate_of(kind(kind_name), &object).unwrap();
+    assert_eq!(candidate.deployment.as_deref(), deployment);
+    assert_eq!(candidate.revision.as_deref(), revision);
 }

@@ -61,12 +61,19 @@ impl Referrers {
         };
         let mut read: Object = serde_json::from_value(object.clone())
             .map_err(|e| format!("{kind} {namespace}/{name} cannot be read: {e}"))?;
-        let candidate = take_candidate(entry, &mut read).map_err(|bad| {
+        let mut candidate = take_candidate(entry, &mut read).map_err(|bad| {
             format!(
                 "{kind} {namespace}/{name} cannot be read: {} is not {}",
                 bad.field, bad.expected
             )
         })?;
+        // Listed at the version its apiVersion gives, as the guard lists it at one version.
+        let version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.rsplit('/').next())
+            .unwrap_or("");
+        candidate.owner_read_first = entry.owner_read_first(version);
         self.by_kind
             .entry((entry.kind(), namespace))
             .or_default()

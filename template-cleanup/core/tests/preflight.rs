@@ -573,15 +573,19 @@ fn the_guards_own_decision_picks_the_target(
 }
 
 /// A MachineSet keeps its template as the guard decides it: one still scaled up keeps it, an
-/// old revision scaled down with no machines lets it go (retired), one outside a
-/// MachineDeployment keeps it even at zero.
+/// old revision scaled to zero lets it go (retired), as does one whose MachineDeployment is
+/// gone (read at v1beta2); the current revision and one outside a MachineDeployment keep it
+/// even at zero.
 #[rstest]
-#[case::scaled_up(json!(2), json!(2), true, "keeps")]
-#[case::retired_revision(json!(0), json!(0), true, "releases")]
-#[case::standalone_at_zero(json!(0), json!(0), false, "keeps")]
+#[case::scaled_up(json!(2), json!(2), Some("1"), true, "keeps")]
+#[case::retired_revision(json!(0), json!(0), Some("1"), true, "releases")]
+#[case::current_revision_at_zero(json!(0), json!(0), Some("2"), true, "keeps")]
+#[case::owner_gone(json!(2), json!(2), None, true, "releases")]
+#[case::standalone_at_zero(json!(0), json!(0), Some("1"), false, "keeps")]
 fn a_machine_set_keeps_as_the_guard_decides(
     #[case] replicas: Value,
     #[case] machines: Value,
+    #[case] revision: Option<&str>,
     #[case] in_deployment: bool,
     #[case] expected: &str,
 ) {
@@ -590,14 +594,25 @@ fn a_machine_set_keeps_as_the_guard_decides(
         labels["cluster.x-k8s.io/deployment-name"] = json!("md");
     }
     let ms = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet",
-        "metadata": {"name": "md-7f9c", "namespace": "edge", "labels": labels},
+        "metadata": {"name": "md-7f9c", "namespace": "edge", "labels": labels,
+            "annotations": {"machinedeployment.clusters.x-k8s.io/revision": revision.unwrap_or("1")}},
         "spec": {"clusterName": "a", "replicas": replicas, "template": {"spec": {"clusterName": "a",
             "infrastructureRef": {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-a"}}}},
         "status": {"replicas": machines}});
     let mut referrers = Referrers::default();
+    // Its MachineDeployment, at revision 2, has moved on to another template; none when the
+    // MachineSet's owner is gone.
+    if revision.is_some() {
+        let md = json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+            "metadata": {"name": "md", "namespace": "edge",
+                "annotations": {"machinedeployment.clusters.x-k8s.io/revision": "2"}},
+            "spec": {"clusterName": "a", "template": {"spec": {"clusterName": "a",
+                "infrastructureRef": {"apiGroup": INFRA, "kind": "Metal3MachineTemplate", "name": "m3mt-b"}}}}});
+        referrers.add("MachineDeployment", &md).unwrap();
+    }
     referrers.add("MachineSet", &ms).unwrap();
     assert!(
-        referrers.named().is_empty(),
+        referrers.named().iter().all(|n| n.name != "m3mt-a"),
         "MachineSets are no probe targets"
     );
     let verdict = referrers.guard_decides(

@@ -23,6 +23,9 @@ pub const MS_TOPOLOGY_FINALIZER: &str = "machineset.topology.cluster.x-k8s.io";
 pub const CP_FINALIZER: &str = "controlplane.cluster.x-k8s.io";
 pub const M3M_FINALIZER: &str = "metal3machine.infrastructure.cluster.x-k8s.io";
 pub const HOUR: u64 = 3600;
+/// The MachineDeployment controller's revision, on a MachineDeployment and each of its
+/// MachineSets (internal/controllers/machinedeployment/mdutil/util.go@v1.10.10).
+pub const REVISION: &str = "machinedeployment.clusters.x-k8s.io/revision";
 
 const CAPI: &str = "cluster.x-k8s.io";
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
@@ -316,6 +319,14 @@ impl Obj {
         let group_kind = format!("{}.{}", source.kind.name(), source.kind.group());
         self.annotations
             .insert(CLONED_FROM_GROUPKIND.into(), group_kind);
+    }
+
+    /// Its revision annotation, 0 when it has none.
+    pub fn revision(&self) -> u64 {
+        self.annotations
+            .get(REVISION)
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0)
     }
 
     /// Whether its controller owner is `kind` (named `name`, when given).

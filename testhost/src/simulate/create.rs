@@ -71,7 +71,35 @@ impl World<'_> {
         ms.labels
             .insert("cluster.x-k8s.io/deployment-name".into(), md.to_string());
         self.create(ms);
+        self.sync_revision(md, &name);
         name
+    }
+
+    /// The MachineDeployment controller's revisions (getAllMachineSetsAndSyncRevision,
+    /// internal/controllers/machinedeployment/machinedeployment_sync.go@v1.10.10): the MachineSet
+    /// of its current templates `ms` is raised to the highest revision of the others plus one
+    /// where it is lower (a new one, or an old one a rollback points at again), and the
+    /// MachineDeployment takes its revision.
+    pub fn sync_revision(&self, md: &str, ms: &str) {
+        self.write(|s| {
+            let newest_other = s
+                .owned(Kind::MachineSet, Kind::MachineDeployment, md)
+                .filter(|o| o.name != ms)
+                .map(Obj::revision)
+                .max()
+                .unwrap_or(0);
+            let Some(set) = s.get_mut(Kind::MachineSet, ms) else {
+                return;
+            };
+            if set.revision() <= newest_other {
+                set.annotations
+                    .insert(REVISION.into(), (newest_other + 1).to_string());
+            }
+            let revision = set.annotations.get(REVISION).cloned().unwrap_or_default();
+            if let Some(deployment) = s.get_mut(Kind::MachineDeployment, md) {
+                deployment.annotations.insert(REVISION.into(), revision);
+            }
+        });
     }
 
     /// The Cluster owner reference a MachineSet or control plane controller puts on its templates.

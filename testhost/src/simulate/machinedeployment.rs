@@ -54,10 +54,21 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         if !(w.fetch(&reader, infra) & w.fetch(&reader, bootstrap)) {
             return Ok(false);
         }
+        // Some seeds refuse the new MachineSet for a while (an admission webhook or a quota):
+        // until it exists the MachineDeployment keeps its revision, so the previous MachineSet
+        // stays its current one (createMachineSetAndWait fails the reconcile).
+        if w.now < w.sc.ms_refused_until {
+            w.ev(|| format!("MachineDeployment {md}: creating its new MachineSet refused"));
+            return Ok(false);
+        }
         let name = w.new_machineset(md, infra, bootstrap, 0);
         w.ev(|| format!("MachineDeployment {md}: new MachineSet {name} for {infra}"));
         return Ok(true);
     };
+    if current.revision() != obj.revision() {
+        w.sync_revision(md, &current.name);
+        return Ok(true);
+    }
     let olds: Vec<&Obj> = sets
         .iter()
         .filter(|s| s.name != current.name && s.deleting.is_none())

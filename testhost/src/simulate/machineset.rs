@@ -4,7 +4,8 @@
 //! and machineset_controller_status.go@v1.12.0), but not while the Cluster is paused (or gone):
 //! EnsurePausedCondition returns before the deferred status update is set up
 //! (machineset_controller.go:186-208). The policy reads it to keep a node-reuse template while
-//! the MachineSet still has machines.
+//! the MachineSet still has machines. Its templates are read while it is its MachineDeployment's
+//! current revision, outside a MachineDeployment, or to create a machine.
 
 use std::collections::BTreeSet;
 
@@ -44,11 +45,17 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, ms: &str) -> Result<bool>
         return Ok(w.delete_dependents(&obj, MS_FINALIZER, &machines) | did);
     }
     let live: Vec<&Obj> = machines.iter().filter(|m| m.deleting.is_none()).collect();
+    // Cluster API 1.9 and newer read the owning MachineDeployment first and stop when it is
+    // gone, before any template (Reconcile, getOwnerMachineDeployment); the current MachineSet
+    // is the one of the MachineDeployment's revision (isCurrentMachineSet,
+    // core/reconcilers/machineset/machineset_controller.go@v1.14.0, the same at v1.10.10).
     let md = obj.controller.as_ref().map(|(_, n)| n.as_str());
-    let is_current = w.read(|s| {
-        s.get(Kind::MachineDeployment, md.unwrap_or_default())
-            .is_some_and(|o| o.spec.templates() == [infra, bootstrap])
-    });
+    let owner_revision =
+        md.map(|md| w.read(|s| s.get(Kind::MachineDeployment, md).map(Obj::revision)));
+    if owner_revision == Some(None) {
+        return Ok(false);
+    }
+    let is_current = owner_revision.flatten() == Some(obj.revision());
     let need_up = (live.len() as u32) < replicas;
     // a MachineSet outside a MachineDeployment reads its templates on every reconcile
     // (reconcileExternalTemplateReference: `if owner == nil { return true, err }`)

@@ -147,6 +147,10 @@ pub struct Scenario {
     /// Not with namespace deletion (the namespace waits until it lets go) or a move (which takes
     /// the template away from it).
     pub remote_md: bool,
+    /// The MachineDeployments' new MachineSets are refused until this time (0: never), from the
+    /// upgrade on: the previous MachineSet stays the current revision meanwhile, while the
+    /// deploy tool retires its templates.
+    pub ms_refused_until: u64,
 }
 
 impl Scenario {
@@ -197,6 +201,7 @@ impl Scenario {
             cp_needs_template_on_delete: false,
             standalone_ms: false,
             remote_md: false,
+            ms_refused_until: 0,
         };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
@@ -208,6 +213,17 @@ impl Scenario {
             && deployer != Deployer::Topology
             && matches!(lifecycle, Lifecycle::None | Lifecycle::ClusterDeletion)
             && rng.chance(50);
+        // A new MachineSet refused for half an hour to two hours after the upgrade; in half of
+        // those seeds the first MachineDeployment is scaled to zero, so that its previous
+        // MachineSet, still the current revision, has no replicas and no machines.
+        if deployer != Deployer::Topology && sc.upgrade_workers && rng.chance(25) {
+            sc.ms_refused_until = sc.upgrade_at + rng.range(HOUR / 2, 2 * HOUR);
+            if rng.chance(50) {
+                if let Some(md) = sc.mds.first_mut() {
+                    md.0 = 0;
+                }
+            }
+        }
         sc
     }
 }
