@@ -5,15 +5,19 @@
 //! This file only wires the waPC entry points and turns an [`admission::Outcome`] into the
 //! response the host expects; the logic lives in the modules below, all private to the crate.
 //!
-//! lib -> admission (routing) -> decision | mutation -> lookups (the `Lookups` trait and its
-//! host answer; crds reads the CRD list) -> host (waPC). capi (object views), catalogue (kinds),
-//! references (what an object names), settings, message (every sentence) and error serve them.
+//! lib -> admission (routing) -> the guard crate's decision | mutation -> lookups (its `Lookups`
+//! trait answered from the host) -> requests (typed lists and gets, read by list_reader) -> host
+//! (the waPC transport). The guard crate holds everything that is not host I/O: object views
+//! (capi), kinds (catalogue), what an object names (references), settings, every sentence
+//! (message) and the errors.
 
 mod admission;
 #[cfg(test)]
 mod fuzz;
 mod host;
+mod list_reader;
 mod lookups;
+mod requests;
 #[cfg(test)]
 mod testing;
 

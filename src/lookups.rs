@@ -10,7 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::host::{self, Get, Host, Read};
+use crate::host::Host;
+use crate::requests::{self, Get, Read};
 use guard::capi::Object;
 use guard::catalogue::{self, ReferrerKind, Resource, TemplateClass, CRD, REFERRERS};
 use guard::crds::{installed_kinds, newest, CrdView, Installed};
@@ -61,7 +62,7 @@ impl<'a> HostLookups<'a> {
     fn installed(&mut self) -> Result<&[Installed], LookupError> {
         if self.installed.is_none() {
             let version = CRD.versions[0];
-            let crds = host::list_all::<CrdView>(self.host, &CRD, version)?;
+            let crds = requests::list_all::<CrdView>(self.host, &CRD, version)?;
             let lookup = Lookup::ListAll {
                 api_version: CRD.api_version(version),
                 resource: &CRD,
@@ -157,7 +158,7 @@ impl<'a> HostLookups<'a> {
         name: &str,
         read: Read,
     ) -> Result<Option<Object>, LookupError> {
-        host::get(
+        requests::get(
             self.host,
             Get {
                 resource,
@@ -254,7 +255,7 @@ impl Lookups for HostLookups<'_> {
         // so that the decision resolves its references ([`references::resolves_to`]).
         let (candidates, lookup) = if kind.follows_reference_namespace(version) {
             let masks = kind.masks();
-            let listed = host::list_across_namespaces(
+            let listed = requests::list_across_namespaces(
                 self.host,
                 &kind.resource,
                 masks,
@@ -268,7 +269,7 @@ impl Lookups for HostLookups<'_> {
             (listed, lookup)
         } else {
             let at = (version, self.namespace);
-            let listed = host::list(self.host, &kind.resource, kind.masks(), at, |o| {
+            let listed = requests::list(self.host, &kind.resource, kind.masks(), at, |o| {
                 candidate(o, None)
             })?;
             (listed, self.list_lookup(kind, version))
@@ -309,7 +310,7 @@ impl Lookups for HostLookups<'_> {
             let shipped =
                 catalogue::resources_read().any(|r| r.group == crd.group && r.plural == crd.plural);
             if !shipped {
-                host::may_list(
+                requests::may_list(
                     self.host,
                     &self.settings.policy_server_service_account,
                     &api_version,
@@ -318,7 +319,7 @@ impl Lookups for HostLookups<'_> {
                     self.namespace,
                 )?;
             }
-            let objects = host::list_scanned(
+            let objects = requests::list_scanned(
                 self.host,
                 api_version,
                 &crd.kind,

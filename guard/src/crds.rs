@@ -4,7 +4,6 @@
 
 use serde::Deserialize;
 
-use crate::capi::Kinded;
 use crate::error::{Failure, Lookup, LookupError};
 use crate::metadata::nullable;
 
@@ -53,8 +52,9 @@ struct CrdVersion {
     served: bool,
 }
 
-impl Kinded for CrdView {
-    fn kind(&self) -> &str {
+impl CrdView {
+    /// The kind its list item says it is (a CRD).
+    pub fn kind(&self) -> &str {
         &self.kind
     }
 }

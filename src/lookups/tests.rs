@@ -93,7 +93,7 @@ fn lists_send_the_catalogue_masks() {
     let mut lookups = HostLookups::new(&host, &settings, "ns");
     lookups.referrers(referrer_kind("MachineSet")).unwrap();
     // The CRD list's masks, then the MachineSet list's: the catalogue's, which
-    // host.rs's test writes out.
+    // requests.rs's test writes out.
     assert_eq!(
         host.sent_masks(0),
         [
