@@ -171,7 +171,7 @@ size-test: policy.wasm
 alert-tests: $(TOOLS_BIN)/promtool
 	PROMTOOL=$(TOOLS_BIN)/promtool cargo test --locked --test alerts -- --nocapture
 
-# Property tests over the native entry point (src/fuzz.rs): CASES generated cases (20,000 in
+# Property tests over the native entry point (src/fuzz/mod.rs): CASES generated cases (20,000 in
 # `make test`), printing cases per second; a failing case is saved under test_data/fuzz-failures/.
 CASES ?= 20000
 .PHONY: fuzz

@@ -616,7 +616,7 @@ refuses_unsigned() {
 }
 
 @test "a hostile corpus: the compiled module answers 300 mutated requests and host answers as the native code does" {
-  # Written by `make e2e-tests` (src/fuzz.rs, write_hostile_corpus): requests with fields removed,
+  # Written by `make e2e-tests` (src/fuzz/mod.rs, write_hostile_corpus): requests with fields removed,
   # retyped, nulled, huge or non-ASCII, any kind and operation, and host answers of every kind.
   corpus=target/hostile
   [ -f "$corpus/000.request.json" ] || { echo "no corpus in $corpus: run make e2e-tests" >&2; return 1; }

@@ -188,7 +188,8 @@ impl<'a> FuzzHost<'a> {
                 }
             }
             Answer::NotServed => text(format!("Callback evaluation failure: Cannot find resource {api_version}/{kind}")),
-            // The host's texts as ../shared/tools/fakeapi/README.md records them (kwctl 1.36).
+            // The host's text when the API server answers 404 for a group version, as kwctl
+            // 1.36.0-beta.1 gave it live.
             Answer::GroupVersion404 => text(format!("Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None }})")),
             Answer::NotFound => text(format!("Callback evaluation failure: Cannot find {api_version}/{kind} named '{}' inside of namespace 'Some(\"ns\")'", name.unwrap_or("x"))),
             Answer::Denied => text(format!("Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported.")),

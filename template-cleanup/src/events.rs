@@ -2,7 +2,7 @@
 //! about, and one on the guard's ClusterAdmissionPolicy when the pass stopped (docs/cleanup.md,
 //! "Events"). `kubectl describe` and `kubectl events --for` then say why a template is still there.
 //!
-//! The Event is the one kube-runtime's `Recorder` writes (kube-runtime 5.0.0 `src/events.rs`,
+//! The Event is the one kube-runtime's `Recorder` writes (kube-rs 5.0.0 `kube-runtime/src/events.rs`,
 //! `generate_event`: action, reason, note, regarding, reportingController, reportingInstance,
 //! eventTime, type), but its series is kept across passes, which the `Recorder` cannot do: its
 //! series lives in the process (a cache that forgets an Event after six minutes, `CACHE_TTL`), it

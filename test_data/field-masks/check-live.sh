@@ -8,13 +8,14 @@
 #   KWCTL=/path/to/kwctl test_data/field-masks/check-live.sh
 #
 # Needs: KWCTL (a kwctl binary), cargo with the wasm32-wasip1 target, python3 with PyYAML, and
-# fakeapi at ../shared/tools/fakeapi/fakeapi.py from the repository root (or FAKEAPI=path).
+# FAKEAPI, the path of a fake Kubernetes API server script that serves the objects (none ships
+# here).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 : "${KWCTL:?set KWCTL to a kwctl binary, for example KWCTL=\$(command -v kwctl)}"
-fakeapi=${FAKEAPI:-$root/../shared/tools/fakeapi/fakeapi.py}
+fakeapi=${FAKEAPI:?set FAKEAPI to the fake API server script, for example FAKEAPI=path/to/fakeapi.py}
 [ -f "$fakeapi" ] || { echo "fakeapi not found at $fakeapi: set FAKEAPI=path/to/fakeapi.py" >&2; exit 2; }
 work=$root/target/field-masks-live
 rm -rf "$work" && mkdir -p "$work"

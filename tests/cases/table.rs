@@ -114,7 +114,7 @@ fn case(request: Value, calls: Vec<Value>) -> Case {
     }
 }
 
-/// Kubewarden 1.36's host-capability denial (policy-evaluator src/runtimes/callback.rs,
+/// Kubewarden 1.36's host-capability denial (kubewarden-controller crates/policy-evaluator/src/runtimes/callback.rs,
 /// `host_capability_denied`), as kwctl 1.36.0-beta.1 answered it live.
 const CAPABILITY_DENIED: &str = "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.";
 

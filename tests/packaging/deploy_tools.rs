@@ -25,7 +25,7 @@ const KEEP_ANNOTATIONS: [(&str, &str); 4] = [
     ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
     ("argocd.argoproj.io/sync-options", "Prune=false"),
     // With Prune=false a kept template dropped from Git leaves the Application OutOfSync; this
-    // leaves it out of the Application's sync status (Argo CD docs/user-guide/compare-options.md).
+    // leaves it out of the Application's sync status (argo-cd/docs/user-guide/compare-options.md).
     ("argocd.argoproj.io/compare-options", "IgnoreExtraneous"),
 ];
 
