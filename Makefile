@@ -330,10 +330,10 @@ $(SYLVA_RENDER_DIR)/helm_python/__init__.py:
 	$(PIP_INSTALL) --target $(SYLVA_RENDER_DIR) helm-python-sdk==$(HELM_PYTHON_SDK_VERSION) PyYAML==$(PYYAML_VERSION)
 
 .PHONY: sylva-render
+ifeq ($(SYLVA_CHART),)
 sylva-render:
-	@if [ -z "$(SYLVA_CHART)" ]; then \
-		echo "sylva-render: SKIPPED: no SYLVA_CHART given. Run make sylva-render SYLVA_CHART=<sylva-core>/charts/sylva-units (CONTRIBUTING.md, \"Sylva\")."; \
-	else \
-		$(MAKE) --no-print-directory $(SYLVA_RENDER_DIR)/helm_python/__init__.py && \
-		PYTHONPATH=$(CURDIR)/$(SYLVA_RENDER_DIR) python3 scripts/sylva-render.py "$(SYLVA_CHART)"; \
-	fi
+	@echo "sylva-render: SKIPPED: no SYLVA_CHART given. Run make sylva-render SYLVA_CHART=<sylva-core>/charts/sylva-units (CONTRIBUTING.md, \"Sylva\")."
+else
+sylva-render: $(SYLVA_RENDER_DIR)/helm_python/__init__.py
+	PYTHONPATH=$(CURDIR)/$(SYLVA_RENDER_DIR) python3 scripts/sylva-render.py "$(SYLVA_CHART)"
+endif

@@ -3,6 +3,7 @@
 //! promtool reads plain rule files, not PrometheusRule objects, so the test writes the object's
 //! `spec.groups` to `rules.yaml`, copies the unit tests of this folder (`*.yaml`, promtool's
 //! `test rules` format) beside it, and runs `promtool check rules` and `promtool test rules`.
+//! The missing-input alerts for Sylva (`SYLVA_RULES`) are written beside it the same way.
 //! The unit tests feed each alert the traffic it is for (template-cleanup's one short burst per
 //! hour, a deploy tool stuck for a day, a failed pass) and the normal traffic that must not fire it
 //! (template-cleanup's hourly refusals of templates in use).
@@ -24,6 +25,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const RULES: &str = "examples/monitoring/prometheus-rule.yaml";
+
+/// The missing-input alerts for Sylva (examples/sylva/monitoring and its telemetry component),
+/// each written beside rules.yaml under the name tests/alerts/sylva.yaml loads it by.
+const SYLVA_RULES: [(&str, &str); 2] = [
+    (
+        "examples/sylva/monitoring/prometheus-rule.yaml",
+        "sylva-rules.yaml",
+    ),
+    (
+        "examples/sylva/monitoring/telemetry/prometheus-rule.yaml",
+        "sylva-telemetry-rules.yaml",
+    ),
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -58,11 +72,16 @@ fn unit_tests() -> Vec<PathBuf> {
 
 /// The PrometheusRule's groups as a plain rules file.
 fn rule_groups() -> Value {
-    let rule = yaml(&root().join(RULES));
-    assert_eq!(rule["kind"], "PrometheusRule", "{RULES}");
+    groups_of(RULES)
+}
+
+/// The groups of the PrometheusRule at `path` (under the repository) as a plain rules file.
+fn groups_of(path: &str) -> Value {
+    let rule = yaml(&root().join(path));
+    assert_eq!(rule["kind"], "PrometheusRule", "{path}");
     let groups = rule
         .pointer("/spec/groups")
-        .unwrap_or_else(|| panic!("{RULES} has no spec.groups"));
+        .unwrap_or_else(|| panic!("{path} has no spec.groups"));
     serde_json::json!({ "groups": groups })
 }
 
@@ -72,7 +91,11 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn alert_names() -> BTreeSet<String> {
-    names_in(&rule_groups())
+    let mut names = names_in(&rule_groups());
+    for (path, _) in SYLVA_RULES {
+        names.extend(names_in(&groups_of(path)));
+    }
+    names
 }
 
 fn names_in(groups: &Value) -> BTreeSet<String> {
@@ -136,6 +159,11 @@ fn promtool_checks_the_rules_and_passes_every_unit_test() {
         print!("{}", promtool(&dir, &["check", "rules", &name]));
     }
     print!("{}", promtool(&dir, &["check", "rules", "rules.yaml"]));
+    for (path, name) in SYLVA_RULES {
+        let rules = yaml_serde::to_string(&groups_of(path)).expect("JSON values serialize as YAML");
+        fs::write(dir.join(name), rules).expect("the Sylva rules are written");
+        print!("{}", promtool(&dir, &["check", "rules", name]));
+    }
     let mut args = vec!["test", "rules"];
     args.extend(names.iter().map(String::as_str));
     print!("{}", promtool(&dir, &args));
