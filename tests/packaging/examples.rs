@@ -107,7 +107,6 @@ fn every_example_manifest_is_a_kubernetes_object() {
 fn example_policies_stay_within_metadata() {
     let metadata = PolicyMetadata::load();
     let metadata_rules = metadata.rules();
-    let metadata_resources = metadata.context_aware_resources();
     let known_settings = readme::question_variables();
     let module = format!("registry://{}", metadata.oci_reference());
 
@@ -142,20 +141,6 @@ fn example_policies_stay_within_metadata() {
             }
         }
 
-        let listed = resources(
-            spec.get("contextAwareResources")
-                .unwrap_or(&Value::Array(Vec::new())),
-            &format!("{what} contextAwareResources"),
-        );
-        let unknown: Vec<String> = listed
-            .difference(&metadata_resources)
-            .map(ToString::to_string)
-            .collect();
-        assert!(
-            unknown.is_empty(),
-            "{what}: contextAwareResources {unknown:?} are not in metadata.yml contextAwareResources"
-        );
-
         let settings = spec
             .get("settings")
             .cloned()
@@ -171,22 +156,6 @@ fn example_policies_stay_within_metadata() {
             );
         }
 
-        // The CRDs decide which version of a kind the policy reads, so an example must list
-        // each kind at every version the policy can read it (test_data/catalogue.json), and it
-        // pins no version: the examples must work on every release.
-        for resource in &listed {
-            for version in catalogue_versions(&resource.kind) {
-                let wanted = ContextAwareResource {
-                    api_version: format!("{}/{version}", resource.group()),
-                    kind: resource.kind.clone(),
-                };
-                assert!(
-                    listed.contains(&wanted),
-                    "{what}: contextAwareResources lists {resource} but not {wanted}, which the \
-                     policy reads where the installed CRD serves only that version"
-                );
-            }
-        }
         for setting in [
             "capiApiVersion",
             "controlPlaneApiVersion",
@@ -202,49 +171,6 @@ fn example_policies_stay_within_metadata() {
             );
         }
     }
-}
-
-/// The versions at which the policy can read `kind` (test_data/catalogue.json).
-fn catalogue_versions(kind: &str) -> Vec<String> {
-    let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
-        .expect("test_data/catalogue.json is JSON");
-    strings(
-        &catalogue[kind]["versions"],
-        &format!("test_data/catalogue.json {kind}.versions"),
-    )
-}
-
-/// Both example policies together read what metadata.yml declares, and each lists the CRDs:
-/// without them the policy cannot tell which providers are installed and refuses with a 500.
-#[test]
-fn example_policies_together_read_what_metadata_declares() {
-    let metadata = PolicyMetadata::load().context_aware_resources();
-    let crd = ContextAwareResource {
-        api_version: "apiextensions.k8s.io/v1".to_string(),
-        kind: "CustomResourceDefinition".to_string(),
-    };
-    assert!(
-        metadata.contains(&crd),
-        "metadata.yml contextAwareResources must list {crd}"
-    );
-    let mut union = BTreeSet::new();
-    for (file, policy) in admission_policies() {
-        let what = policy_label(&file, &policy);
-        let listed = resources(
-            &policy["spec"]["contextAwareResources"],
-            &format!("{what} contextAwareResources"),
-        );
-        assert!(listed.contains(&crd), "{what} must list {crd}");
-        union.extend(listed);
-    }
-    let missing: Vec<String> = metadata
-        .difference(&union)
-        .map(ToString::to_string)
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "no example policy lists {missing:?}, which metadata.yml declares: the policy reads them"
-    );
 }
 
 /// The mutation must never block: an evaluation stopped at timeoutEvalSeconds is a 500 refusal
@@ -370,58 +296,40 @@ fn guarded_plurals(rules: &Value, what: &str) -> BTreeSet<(String, String)> {
     out
 }
 
-/// Whether the guard recognises `plural` in `group`, by test_data/guarded.json (written from the
-/// catalogue by its unit test): a group (or one of its subgroups, where the entry says so) and a
-/// plural suffix that is not the whole plural, or a whole plural.
-fn is_guarded(group: &str, plural: &str) -> bool {
-    let entries: Value = serde_json::from_str(&read("test_data/guarded.json"))
-        .expect("test_data/guarded.json is JSON");
-    entries.as_array().expect("a list").iter().any(|e| {
-        let g = e["group"].as_str().unwrap_or_default();
-        let in_group = group == g || (e["subgroups"] == true && group.ends_with(&format!(".{g}")));
-        let by_suffix = e["suffix"]
-            .as_str()
-            .is_some_and(|s| plural.len() > s.len() && plural.ends_with(s));
-        in_group && (by_suffix || e["plural"].as_str() == Some(plural))
-    })
+/// The DELETE rules are written from the provider table (`make manifests`), never by hand: in
+/// metadata.yml and every example, a line that names the DELETE operation sits inside a
+/// generated block (tests/packaging/manifests.rs), comments and PromQL aside.
+#[test]
+fn no_delete_rule_sits_outside_a_generated_block() {
+    let mut files = vec!["metadata.yml".to_string()];
+    files.extend(example_files().iter().map(|p| relative(p)));
+    let mut blocks = 0;
+    for file in &files {
+        let mut inside = false;
+        for (number, line) in read(file).lines().enumerate() {
+            let text = line.trim_start();
+            if text.starts_with("# BEGIN generated:") {
+                inside = true;
+                blocks += 1;
+            } else if text.starts_with("# END generated:") {
+                inside = false;
+            } else if !inside && !text.starts_with('#') && text.contains("operations:") {
+                assert!(
+                    !text.contains("DELETE"),
+                    "{file}:{}: a DELETE rule outside a generated block: {text}",
+                    number + 1
+                );
+            }
+        }
+    }
+    assert!(blocks > 0, "no generated block found");
 }
 
-/// metadata.yml, the guard example and artifacthub-pkg.yml guard the same plurals, and each
-/// one is a kind the policy guards: a rule the code would wave through is a mistake.
+/// Every provider the README promises is among metadata.yml's DELETE rules.
 #[test]
-fn shipped_rules_agree_and_name_only_guarded_kinds() {
+fn the_promised_providers_are_guarded() {
     let metadata = yaml_file("metadata.yml");
     let from_metadata = guarded_plurals(&metadata["rules"], "metadata.yml");
-    let example = admission_policies()
-        .into_iter()
-        .find(|(file, _)| file.ends_with("cluster-admission-policy-guard.yaml"))
-        .expect("the guard example");
-    assert_eq!(
-        guarded_plurals(&example.1["spec"]["rules"], &example.0),
-        from_metadata,
-        "guard example"
-    );
-    let pkg = yaml_file("artifacthub-pkg.yml");
-    let pkg_rules = yaml_str(
-        "artifacthub-pkg.yml",
-        str_at(
-            &pkg,
-            "/annotations/kubewarden~1rules",
-            "artifacthub-pkg.yml",
-        ),
-    );
-    assert_eq!(
-        guarded_plurals(&pkg_rules, "artifacthub-pkg.yml"),
-        from_metadata,
-        "artifacthub-pkg.yml"
-    );
-    for (group, plural) in &from_metadata {
-        assert!(
-            is_guarded(group, plural),
-            "{group}/{plural} is not a guarded kind"
-        );
-    }
-    // At least every provider the README promises.
     for plural in [
         "metal3machinetemplates",
         "metal3clustertemplates",
@@ -462,35 +370,6 @@ fn shipped_rules_agree_and_name_only_guarded_kinds() {
             "{plural} is not guarded"
         );
     }
-}
-
-/// The check above refuses what the guard would wave through.
-#[test]
-fn the_guarded_check_refuses_kinds_the_guard_does_not_know() {
-    assert!(is_guarded(
-        "vmware.infrastructure.cluster.x-k8s.io",
-        "vspheremachinetemplates"
-    ));
-    assert!(is_guarded(
-        "infrastructure.cluster.x-k8s.io",
-        "metal3datatemplates"
-    ));
-    assert!(!is_guarded(
-        "infrastructure.cluster.x-k8s.io",
-        "machinetemplates"
-    ));
-    assert!(!is_guarded(
-        "infrastructure.cluster.x-k8s.io",
-        "foodatatemplates"
-    ));
-    assert!(!is_guarded(
-        "bootstrap.cluster.x-k8s.io",
-        "foomachinetemplates"
-    ));
-    assert!(!is_guarded(
-        "xinfrastructure.cluster.x-k8s.io",
-        "foomachinetemplates"
-    ));
 }
 
 /// The guard (failurePolicy: Fail) leaves the first lists of a namespace room above the default

@@ -1,6 +1,7 @@
 //! The shipped manifests written from the guard's own tables: the provider table
 //! (`guard::catalogue::PROVIDERS`) gives the DELETE rules, the catalogue's readable kinds
-//! (`guard::catalogue::resources_read`) the contextAwareResources and the reader's RBAC.
+//! (`guard::catalogue::resources_read`) the contextAwareResources and the reader's RBAC, and the
+//! kinds the mutation reads (`resources_read_by_the_mutation`) the mutation's.
 //!
 //! Each generated part of a file sits between two marker lines,
 //! `# BEGIN generated: NAME (make manifests)` and `# END generated: NAME`. A test fails when a
@@ -9,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use guard::catalogue::{resources_read, CRD, PROVIDERS, REFERRERS};
+use guard::catalogue::{
+    resources_read, resources_read_by_the_mutation, Resource, CRD, PROVIDERS, REFERRERS,
+};
 
 use super::{read, root};
 
@@ -93,10 +96,10 @@ fn cleanup_template_rules(indent: usize) -> String {
     )
 }
 
-/// Every kind the policy reads, at each version it can read it: the CRDs first, then by
+/// Every kind of `read` at each version the policy can read it: the CRDs first, then by
 /// apiVersion and kind.
-fn context_aware_resources(indent: usize) -> String {
-    let mut read: Vec<(String, &str)> = resources_read()
+fn context_aware_resources<'a>(indent: usize, read: impl Iterator<Item = &'a Resource>) -> String {
+    let mut read: Vec<(String, &str)> = read
         .filter(|r| r.kind != CRD.kind)
         .flat_map(|r| {
             r.versions
@@ -160,7 +163,7 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
         (
             "metadata.yml",
             "context-aware-resources",
-            context_aware_resources(2),
+            context_aware_resources(2, resources_read()),
         ),
         (
             "examples/guard/cluster-admission-policy-guard.yaml",
@@ -170,7 +173,12 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
         (
             "examples/guard/cluster-admission-policy-guard.yaml",
             "context-aware-resources",
-            context_aware_resources(4),
+            context_aware_resources(4, resources_read()),
+        ),
+        (
+            "examples/cluster-admission-policy-mutate.yaml",
+            "context-aware-resources",
+            context_aware_resources(4, resources_read_by_the_mutation()),
         ),
         ("examples/rbac.yaml", "reader-rules", reader_rules(2)),
         (

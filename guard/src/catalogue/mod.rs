@@ -517,6 +517,17 @@ pub fn resources_read() -> impl Iterator<Item = &'static Resource> {
     REFERRERS.iter().map(|r| &r.resource).chain([&CRD])
 }
 
+/// Every kind the Metal3Machine mutation reads, once each: the CRDs, the kinds that create
+/// machines (a new machine's owner, read when its cloned-from annotations are missing) and
+/// Metal3MachineTemplates. What the mutation's example policy lists at each of their versions.
+pub fn resources_read_by_the_mutation() -> impl Iterator<Item = &'static Resource> {
+    REFERRERS
+        .iter()
+        .filter(|r| r.creates_machines)
+        .map(|r| &r.resource)
+        .chain([&METAL3_MACHINE_TEMPLATE, &CRD])
+}
+
 /// Kinds in a scanned group that name no machine or bootstrap template: control planes that run
 /// no machines (hosted in the management cluster, or managed by a cloud) and the parts of such a
 /// control plane. Known whole and never scanned, so that installing one does not make every
