@@ -255,6 +255,7 @@ cases:
 .PHONY: manifests
 manifests:
 	MANIFESTS_WRITE=1 cargo test --locked --test packaging -- manifests::
+	MANIFESTS_WRITE=1 cargo test --locked -p template-cleanup-core --test sources -- generated
 
 # actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs),
 # and shellcheck over every `run:` script when shellcheck is on PATH, as on GitHub's runners

@@ -248,3 +248,65 @@ impl Lookups for Memory {
         }
     }
 }
+
+/// `text` with its generated part `name` (between the lines `# BEGIN generated: NAME (make
+/// manifests)` and `# END generated: NAME`) replaced by `body`, or why it cannot be. The
+/// generators of shipped files (tests/packaging/manifests.rs, template-cleanup's sources) share it.
+pub fn with_generated_part(text: &str, name: &str, body: &str) -> Result<String, String> {
+    let begin = format!("# BEGIN generated: {name} (make manifests)\n");
+    let end = format!("# END generated: {name}");
+    let start = text
+        .find(&begin)
+        .ok_or_else(|| format!("no line `{}`", begin.trim_end()))?
+        + begin.len();
+    let stop = text[start..]
+        .find(&end)
+        .ok_or_else(|| format!("no line `{end}` after its BEGIN"))?
+        + start;
+    // The END marker keeps its indentation: cut back to the start of its line.
+    let stop = text[..stop].rfind('\n').map_or(stop, |i| i + 1);
+    Ok(format!("{}{body}{}", &text[..start], &text[stop..]))
+}
+
+/// Puts each generated part (file under `root`, name, body) in its file. Returns the stale ones
+/// (`file (name)`); with `write`, rewrites their files.
+pub fn freshen_generated_parts(
+    root: &std::path::Path,
+    parts: &[(&str, &str, String)],
+    write: bool,
+) -> Vec<String> {
+    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
+    let mut stale = Vec::new();
+    for (file, name, body) in parts {
+        let text = texts.entry(file).or_insert_with(|| {
+            std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+        });
+        let fresh = with_generated_part(text, name, body).unwrap_or_else(|e| panic!("{file}: {e}"));
+        if fresh != *text {
+            stale.push(format!("{file} ({name})"));
+            *text = fresh;
+        }
+    }
+    if write {
+        for (file, text) in &texts {
+            std::fs::write(root.join(file), text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
+    stale
+}
+
+#[cfg(test)]
+mod generated_part_tests {
+    use super::with_generated_part;
+
+    #[test]
+    fn a_stale_part_is_replaced_and_the_rest_kept() {
+        let text =
+            "a: 1\n  # BEGIN generated: x (make manifests)\n  old\n  # END generated: x\nb: 2\n";
+        assert_eq!(
+            with_generated_part(text, "x", "  new\n").unwrap(),
+            "a: 1\n  # BEGIN generated: x (make manifests)\n  new\n  # END generated: x\nb: 2\n"
+        );
+        assert!(with_generated_part("a: 1\n", "x", "").is_err());
+    }
+}

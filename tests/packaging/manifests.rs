@@ -8,13 +8,12 @@
 //! part is stale; `make manifests` (MANIFESTS_WRITE=1) rewrites it. Everything outside the markers
 //! is written by hand.
 
-use std::collections::BTreeMap;
-
 use guard::catalogue::{
     resources_read, resources_read_by_the_mutation, Resource, CRD, PROVIDERS, REFERRERS,
 };
+use guard::testing::freshen_generated_parts;
 
-use super::{read, root};
+use super::root;
 
 /// `(group, plural)` pairs grouped by group, in the order groups first appear, each group's
 /// plurals sorted and once.
@@ -194,43 +193,12 @@ fn parts() -> Vec<(&'static str, &'static str, String)> {
     ]
 }
 
-/// `text` with the part `name` replaced by `body`, or why it cannot be.
-fn with_part(text: &str, name: &str, body: &str) -> Result<String, String> {
-    let begin = format!("# BEGIN generated: {name} (make manifests)\n");
-    let end = format!("# END generated: {name}");
-    let start = text
-        .find(&begin)
-        .ok_or_else(|| format!("no line `{}`", begin.trim_end()))?
-        + begin.len();
-    let stop = text[start..]
-        .find(&end)
-        .ok_or_else(|| format!("no line `{end}` after its BEGIN"))?
-        + start;
-    // The END marker keeps its indentation: cut back to the start of its line.
-    let stop = text[..stop].rfind('\n').map_or(stop, |i| i + 1);
-    Ok(format!("{}{body}{}", &text[..start], &text[stop..]))
-}
-
 /// Every generated part is what the tables give; with MANIFESTS_WRITE=1 stale parts are
 /// rewritten.
 #[test]
 fn the_generated_parts_are_fresh() {
     let write = std::env::var_os("MANIFESTS_WRITE").is_some();
-    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
-    let mut stale = Vec::new();
-    for (file, name, body) in parts() {
-        let text = texts.entry(file).or_insert_with(|| read(file));
-        let fresh = with_part(text, name, &body).unwrap_or_else(|e| panic!("{file}: {e}"));
-        if fresh != *text {
-            stale.push(format!("{file} ({name})"));
-            *text = fresh;
-        }
-    }
-    if write {
-        for (file, text) in &texts {
-            std::fs::write(root().join(file), text).unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
+    let stale = freshen_generated_parts(&root(), &parts(), write);
     assert!(
         write || stale.is_empty(),
         "stale generated parts: {}. Run `make manifests` and commit the result.",
@@ -238,17 +206,6 @@ fn the_generated_parts_are_fresh() {
     );
 }
 
-#[test]
-fn a_stale_part_is_replaced_and_the_rest_kept() {
-    let text = "a: 1\n  # BEGIN generated: x (make manifests)\n  old\n  # END generated: x\nb: 2\n";
-    assert_eq!(
-        with_part(text, "x", "  new\n").unwrap(),
-        "a: 1\n  # BEGIN generated: x (make manifests)\n  new\n  # END generated: x\nb: 2\n"
-    );
-    assert!(with_part("a: 1\n", "x", "").is_err());
-}
-
-/// A provider row reaches the rules: the generated rules name every plural of the table.
 #[test]
 fn every_provider_plural_is_in_the_rules() {
     let rules = guarded_rules(0);
