@@ -422,6 +422,8 @@ fn released_with_its_cluster(referrer: &Referrer, going: &[String]) -> bool {
 }
 
 #[cfg(test)]
+mod revision_tests;
+#[cfg(test)]
 mod scanned_tests;
 #[cfg(test)]
 mod tests;

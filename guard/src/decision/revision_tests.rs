@@ -1,0 +1,150 @@
+//! Row 1 for MachineSets, by their MachineDeployment's revision, and Kairos' one namespace: the
+//! decision's tables for what Cluster API's MachineSet controller and Kairos still read.
+use super::tests::{candidate, decide_with, metal3, names, naming_t};
+use super::*;
+use crate::catalogue::INFRASTRUCTURE_GROUP;
+use crate::testing::Memory;
+use rstest::rstest;
+
+/// What Cluster API's MachineSet controller still reads (`Reconcile`,
+/// `reconcileExternalTemplateReference`, `isCurrentMachineSet`, `syncReplicas` in
+/// core/reconcilers/machineset/machineset_controller.go@v1.14.0): a standalone MachineSet and the
+/// current revision keep their templates at any replica count; an old revision scaled to zero
+/// lets them go, with machines left where the release is known to be 1.11 or newer (read at
+/// `v1beta2`); a MachineSet whose MachineDeployment is gone reads none there. A `nodeReuse`
+/// template stays while the MachineSet has machines (CAPM3 1.13 reads it through the
+/// MachineSet).
+#[rustfmt::skip]
+#[rstest]
+//                                label       owner's rev      own rev    spec st.  (v1beta2 setting reuse) kept
+#[case::standalone_at_zero(       None,       None,            None,      0, 0,    (true,  false, false), true)]
+#[case::current_at_zero(          Some("md"), Some(Some("2")), Some("2"), 0, 0,    (true,  false, false), true)]
+#[case::current_at_zero_v1beta1(  Some("md"), Some(Some("2")), Some("2"), 0, 0,    (false, false, false), true)]
+#[case::current_without_revisions(Some("md"), Some(None),      None,      0, 0,    (true,  false, false), true)]
+#[case::current_running(          Some("md"), Some(Some("2")), Some("2"), 3, 3,    (true,  false, false), true)]
+#[case::old_at_zero(              Some("md"), Some(Some("2")), Some("1"), 0, 0,    (true,  false, false), false)]
+#[case::old_at_zero_v1beta1(      Some("md"), Some(Some("2")), Some("1"), 0, 0,    (false, false, false), false)]
+#[case::old_draining(             Some("md"), Some(Some("2")), Some("1"), 0, 2,    (true,  false, false), false)]
+#[case::old_draining_v1beta1(     Some("md"), Some(Some("2")), Some("1"), 0, 2,    (false, false, false), true)]
+#[case::old_draining_node_reuse(  Some("md"), Some(Some("2")), Some("1"), 0, 2,    (true,  false, true),  true)]
+#[case::old_at_zero_node_reuse(   Some("md"), Some(Some("2")), Some("1"), 0, 0,    (true,  false, true),  false)]
+#[case::old_scaled_up(            Some("md"), Some(Some("2")), Some("1"), 1, 1,    (true,  false, false), true)]
+#[case::old_counted_by_setting(   Some("md"), Some(Some("2")), Some("1"), 0, 0,    (true,  true,  false), true)]
+#[case::old_without_revision(     Some("md"), Some(Some("2")), None,      0, 2,    (true,  false, false), false)]
+#[case::owner_gone(               Some("md"), None,            Some("2"), 3, 3,    (true,  false, false), false)]
+#[case::owner_gone_v1beta1(       Some("md"), None,            Some("2"), 3, 3,    (false, false, false), true)]
+#[case::owner_gone_node_reuse(    Some("md"), None,            Some("2"), 3, 3,    (true,  false, true),  true)]
+#[case::owner_named_empty(        Some(""),   None,            Some("2"), 3, 3,    (true,  false, false), false)]
+fn row1_machine_sets_by_revision(
+    #[case] label: Option<&str>,
+    #[case] owner_revision: Option<Option<&str>>,
+    #[case] revision: Option<&str>,
+    #[case] replicas: i64,
+    #[case] machines: i64,
+    #[case] (owner_read_first, count_scaled_down, node_reuse): (bool, bool, bool),
+    #[case] is_kept: bool,
+) {
+    let mut ms = naming_t("ms");
+    ms.replicas = Some(replicas);
+    ms.machines = Some(machines);
+    ms.deployment = label.map(str::to_string);
+    ms.revision = revision.map(str::to_string);
+    ms.owner_read_first = owner_read_first;
+    // The MachineDeployment names another template: the rollout has moved on.
+    let mut md = candidate("md", vec![]);
+    let deployments = match owner_revision {
+        Some(rev) => {
+            md.revision = rev.map(str::to_string);
+            vec![md]
+        }
+        None => vec![candidate("other-md", vec![])],
+    };
+    let mut memory = Memory::default()
+        .with("MachineDeployment", deployments)
+        .with("MachineSet", vec![ms]);
+    let settings = Settings {
+        count_scaled_down_machine_sets: count_scaled_down,
+        ..Settings::default()
+    };
+    let t = Template {
+        node_reuse,
+        ..metal3("t")
+    };
+    let decision = decide(&t, &settings, &mut memory).unwrap();
+    assert_eq!(
+        matches!(decision, Decision::Keep(_)),
+        is_kept,
+        "{decision:?}"
+    );
+}
+
+/// A MachineSet listed across namespaces finds its MachineDeployment in its own namespace only.
+#[rstest]
+#[case::owner_beside_it("edge-east", false)]
+#[case::owner_only_in_the_templates_namespace("ns", true)]
+fn row1_a_machine_sets_owner_is_in_its_namespace(#[case] owner_in: &str, #[case] released: bool) {
+    let mut ms = naming_t("ms");
+    ms.namespace = Some("edge-east".into());
+    ms.named[0].reference.namespace = Some("ns".into());
+    ms.deployment = Some("md".into());
+    ms.revision = Some("2".into());
+    ms.owner_read_first = true;
+    let mut md = candidate("md", vec![]);
+    md.namespace = Some(owner_in.into());
+    md.revision = Some("2".into());
+    let mut memory = Memory::default()
+        .with("MachineDeployment", vec![md])
+        .with("MachineSet", vec![ms]);
+    let decision = decide_with(&metal3("t"), &mut memory).unwrap();
+    assert_eq!(
+        decision == Decision::Release(ReleaseReason::Unused),
+        released
+    );
+}
+
+/// Where the MachineDeployments cannot be listed field by field, a MachineSet reads its
+/// templates as if its owner were current.
+#[test]
+fn row1_a_machine_set_without_listed_deployments_keeps() {
+    let mut ms = naming_t("ms");
+    ms.deployment = Some("md".into());
+    ms.replicas = Some(0);
+    ms.machines = Some(0);
+    ms.owner_read_first = true;
+    let settings = Settings::default();
+    assert!(read_by_revision(&ms, "ns", &settings, None));
+}
+
+/// Kairos reads the machine template only in the namespace its reference names; Cluster API's
+/// MachineDeployment, listed the same way at `v1beta1`, keeps the template in its own namespace
+/// too, since 1.8 and older read the Cluster's.
+#[rstest]
+#[case::kairos_naming_another("KairosControlPlane", Some("edge-west"), false)]
+#[case::kairos_naming_the_templates("KairosControlPlane", Some("ns"), true)]
+#[case::kairos_naming_none("KairosControlPlane", None, true)]
+#[case::kairos_naming_empty("KairosControlPlane", Some(""), true)]
+#[case::machine_deployment_naming_another("MachineDeployment", Some("edge-west"), true)]
+fn row2_kairos_reads_one_namespace(
+    #[case] referrer: &'static str,
+    #[case] reference_namespace: Option<&str>,
+    #[case] is_kept: bool,
+) {
+    let mut cp = candidate(
+        "cp",
+        vec![names(
+            "spec.machineTemplate.infrastructureRef",
+            INFRASTRUCTURE_GROUP,
+            "Metal3MachineTemplate",
+            "t",
+        )],
+    );
+    cp.namespace = Some("ns".into());
+    cp.named[0].reference.namespace = reference_namespace.map(str::to_string);
+    let mut memory = Memory::default().with(referrer, vec![cp]);
+    let decision = decide_with(&metal3("t"), &mut memory).unwrap();
+    assert_eq!(
+        matches!(decision, Decision::Keep(_)),
+        is_kept,
+        "{decision:?}"
+    );
+}
