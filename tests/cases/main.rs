@@ -11,14 +11,17 @@
 //! `cargo test --test cases` fails when a committed file is stale; `make cases`
 //! (CASES_WRITE=1) rewrites them.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use guard::catalogue::{self, masks_of, resources_read, Resource, CRD};
 use guard::testing::{get_masked, masked, USUAL};
 use serde_json::{json, Value};
+
+use common::root;
 
 pub const NS: &str = "edge-sites";
 pub const CAPI: &str = "cluster.x-k8s.io";
@@ -32,10 +35,6 @@ pub struct Case {
     pub request: Value,
     pub calls: Vec<Value>,
     pub settings: Value,
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `test_data/objects/<path>`.

@@ -25,6 +25,9 @@
 //! Run with `cargo test --test packaging`. This file holds what the checks share (reading
 //! files, metadata.yml, rules and resources); each concern is a module beside it.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod alerts;
 mod artifacthub;
 mod cleanup;
@@ -37,11 +40,12 @@ mod rbac;
 mod readme;
 mod release_workflow;
 
-use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use common::{read, root, yaml_documents};
 
 const ANNOTATION_VERSION: &str = "io.kubewarden.policy.version";
 const ANNOTATION_TITLE: &str = "io.kubewarden.policy.title";
@@ -61,10 +65,6 @@ const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 // ---------------------------------------------------------------------------------------------
 // Reading files
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// Whether kubectl (which brings kustomize) is on PATH. Every machine of this project has it
 /// (Debian's image); in CI (`CI` set) its absence fails the test instead of skipping what needs
 /// it, elsewhere the test says what it did not check.
@@ -81,28 +81,6 @@ fn kubectl_on_path(what_is_skipped: &str) -> bool {
         eprintln!("kubectl is not on PATH: {what_is_skipped} not checked");
     }
     found
-}
-
-fn read(relative: &str) -> String {
-    let path = root().join(relative);
-    fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-/// Every non-empty YAML document of a file, as JSON values.
-fn yaml_documents(relative: &str, text: &str) -> Vec<Value> {
-    let mut documents = Vec::new();
-    for (index, document) in yaml_serde::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(document).unwrap_or_else(|e| {
-            panic!(
-                "{relative}: YAML document #{} does not parse: {e}",
-                index + 1
-            )
-        });
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    documents
 }
 
 fn yaml_file(relative: &str) -> Value {

@@ -24,7 +24,7 @@ impl Drop for Scratch {
 
 fn bump(args: &[&str]) -> String {
     let output = Command::new("bash")
-        .arg(repo().join("scripts/bump-version.sh"))
+        .arg(root().join("scripts/bump-version.sh"))
         .args(args)
         .output()
         .expect("cannot run bash scripts/bump-version.sh");
@@ -39,7 +39,7 @@ fn bump(args: &[&str]) -> String {
 
 #[test]
 fn the_bump_script_moves_every_version_at_once() {
-    let root = repo();
+    let root = root();
     let scratch = Scratch::new("bump");
     let mut files = text_files(&root);
     files.extend(
@@ -90,13 +90,13 @@ fn the_bump_script_moves_every_version_at_once() {
 
 #[test]
 fn the_bump_dry_run_shows_the_change_and_writes_nothing() {
-    let root = repo();
+    let root = root();
     let files = ["Cargo.toml", "Cargo.lock", "metadata.yml"];
-    let before: Vec<String> = files.iter().map(|f| read(&root, f)).collect();
+    let before: Vec<String> = files.iter().map(|f| read_at(&root, f)).collect();
 
     let out = bump(&["--dry-run", "9.8.7"]);
 
-    let after: Vec<String> = files.iter().map(|f| read(&root, f)).collect();
+    let after: Vec<String> = files.iter().map(|f| read_at(&root, f)).collect();
     assert!(before == after, "the dry run wrote to the working tree");
     for needle in [
         "+version = \"9.8.7\"",

@@ -157,7 +157,7 @@ fn broken(root: &Path, file: &str, link: &str, files: &BTreeSet<String>) -> Opti
 
 #[test]
 fn relative_links_in_the_documentation_and_the_examples_lead_somewhere() {
-    let root = repo();
+    let root = root();
     let files = repository_files(&root);
     let mut sources = vec!["README.md".to_string()];
     sources.extend(documentation_files(&root));
@@ -175,7 +175,7 @@ fn relative_links_in_the_documentation_and_the_examples_lead_somewhere() {
         .to_string();
     let mut problems = Vec::new();
     for source in &sources {
-        let text = read(&root, source);
+        let text = read_at(&root, source);
         let mut links = markdown_link_targets(&text);
         links.extend(path_like_words(&text));
         links.extend(pinned_links(&text, &source_url));
@@ -202,7 +202,7 @@ fn the_pinned_link_check_finds_the_path_and_anchor() {
         ),
         vec![(1, "/docs/x.md#y".to_string())]
     );
-    let root = repo();
+    let root = root();
     let files = repository_files(&root);
     assert!(broken(
         &root,

@@ -18,6 +18,9 @@
 //! Run with `cargo test --test release`. This file holds what the checks share (reading files,
 //! the lists of files); each concern is a module beside it.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod bump;
 mod lengths;
 mod links;
@@ -25,35 +28,17 @@ mod sbom;
 mod versions;
 mod workflows;
 
-use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::{read_at, root, yaml_documents};
+
 const PACKAGE: &str = "capi-template-guard";
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(root: &Path, relative: &str) -> String {
-    let path = root.join(relative);
-    fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-fn yaml_documents(relative: &str, text: &str) -> Vec<Value> {
-    yaml_serde::Deserializer::from_str(text)
-        .map(|document| {
-            Value::deserialize(document)
-                .unwrap_or_else(|e| panic!("{relative} does not parse as YAML: {e}"))
-        })
-        .filter(|value| !value.is_null())
-        .collect()
-}
-
 fn yaml_file(root: &Path, relative: &str) -> Value {
-    yaml_documents(relative, &read(root, relative))
+    yaml_documents(relative, &read_at(root, relative))
         .into_iter()
         .next()
         .unwrap_or_else(|| panic!("{relative} is empty"))

@@ -10,9 +10,9 @@ mod lockfile;
 
 #[test]
 fn each_entry_of_the_policy_lock_is_the_workspace_locks_own() {
-    let root = repo();
-    let workspace = lockfile::packages(&read(&root, "Cargo.lock"));
-    let policy = lockfile::packages(&read(&root, lockfile::POLICY_LOCK));
+    let root = root();
+    let workspace = lockfile::packages(&read_at(&root, "Cargo.lock"));
+    let policy = lockfile::packages(&read_at(&root, lockfile::POLICY_LOCK));
     assert!(
         policy.iter().any(|p| p.name == PACKAGE),
         "{} does not hold {PACKAGE} itself: run `make sbom-lock`.",
@@ -47,7 +47,7 @@ fn each_entry_of_the_policy_lock_is_the_workspace_locks_own() {
 
 #[test]
 fn the_scan_leaves_out_the_workspace_lock_and_reads_the_policys() {
-    let config = yaml_file(&repo(), ".syft.yaml");
+    let config = yaml_file(&root(), ".syft.yaml");
     let exclude: Vec<&str> = config["exclude"]
         .as_array()
         .expect(".syft.yaml has an `exclude` list")

@@ -95,20 +95,20 @@ pub(crate) fn version_mentions(root: &Path) -> Vec<Mention> {
 
     push(
         "Cargo.toml [package] version".into(),
-        cargo_toml_version(&read(root, "Cargo.toml")),
+        cargo_toml_version(&read_at(root, "Cargo.toml")),
     );
     push(
         format!("Cargo.lock entry of {PACKAGE}"),
-        cargo_lock_version(&read(root, "Cargo.lock"), PACKAGE),
+        cargo_lock_version(&read_at(root, "Cargo.lock"), PACKAGE),
     );
     // template-cleanup ships with the policy and carries its version (--version, the image tag).
     push(
         "template-cleanup/Cargo.toml [package] version".into(),
-        cargo_toml_version(&read(root, "template-cleanup/Cargo.toml")),
+        cargo_toml_version(&read_at(root, "template-cleanup/Cargo.toml")),
     );
     push(
         "Cargo.lock entry of template-cleanup".into(),
-        cargo_lock_version(&read(root, "Cargo.lock"), "template-cleanup"),
+        cargo_lock_version(&read_at(root, "Cargo.lock"), "template-cleanup"),
     );
 
     let metadata = yaml_file(root, "metadata.yml");
@@ -144,7 +144,7 @@ pub(crate) fn version_mentions(root: &Path) -> Vec<Mention> {
     );
 
     for file in example_files(root) {
-        for document in yaml_documents(&file, &read(root, &file)) {
+        for document in yaml_documents(&file, &read_at(root, &file)) {
             if let Some(module) = document.pointer("/spec/module").and_then(Value::as_str) {
                 let name = document["metadata"]["name"].as_str().unwrap_or("?");
                 let tag = module
@@ -161,7 +161,7 @@ pub(crate) fn version_mentions(root: &Path) -> Vec<Mention> {
     }
 
     for file in text_files(root) {
-        let text = read(root, &file);
+        let text = read_at(root, &file);
         for (line, tag) in tags_after(&text, &oci_url, Some(':')) {
             // What a push to main publishes, and the placeholder of the release steps.
             if tag == "latest" || tag == "vX.Y.Z" {
@@ -220,9 +220,9 @@ pub(crate) fn assert_versions_agree(root: &Path, expected: &str) -> Vec<Mention>
 
 #[test]
 fn every_version_in_the_repository_agrees() {
-    let root = repo();
+    let root = root();
     let version =
-        cargo_toml_version(&read(&root, "Cargo.toml")).expect("Cargo.toml has no version");
+        cargo_toml_version(&read_at(&root, "Cargo.toml")).expect("Cargo.toml has no version");
     assert_eq!(
         version,
         env!("CARGO_PKG_VERSION"),

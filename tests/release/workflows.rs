@@ -40,7 +40,7 @@ const RELEASE_ORDER: &[&[&str]] = &[
 ];
 
 fn workflow_files() -> Vec<String> {
-    let dir = repo().join(WORKFLOWS);
+    let dir = root().join(WORKFLOWS);
     let mut files: Vec<String> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {WORKFLOWS}/: {e}"))
         .flatten()
@@ -272,24 +272,24 @@ fn assert_none(problems: Vec<String>) {
 
 #[test]
 fn every_action_and_reusable_workflow_is_pinned_by_commit() {
-    let root = repo();
+    let root = root();
     assert_none(
         workflow_files()
             .iter()
-            .flat_map(|what| pinning_problems(what, &read(&root, what)))
+            .flat_map(|what| pinning_problems(what, &read_at(&root, what)))
             .collect(),
     );
 }
 
 #[test]
 fn the_e2e_kwctl_is_one_that_e2e_bats_has_passed_with() {
-    let root = repo();
+    let root = root();
     let listed =
-        listed_kwctl_versions(&read(&root, KWCTL_LIST_FILE)).unwrap_or_else(|e| panic!("{e}"));
+        listed_kwctl_versions(&read_at(&root, KWCTL_LIST_FILE)).unwrap_or_else(|e| panic!("{e}"));
     let mut declared = 0;
     let mut problems = Vec::new();
     for what in workflow_files() {
-        let text = read(&root, &what);
+        let text = read_at(&root, &what);
         declared += usize::from(text.contains(KWCTL_DECLARATION));
         problems.extend(kwctl_problems(&what, &text, &listed));
     }
@@ -301,7 +301,7 @@ fn the_e2e_kwctl_is_one_that_e2e_bats_has_passed_with() {
 fn the_release_jobs_run_in_order() {
     assert_none(order_problems(
         RELEASE,
-        &read(&repo(), RELEASE),
+        &read_at(&root(), RELEASE),
         RELEASE_ORDER,
     ));
 }
@@ -309,7 +309,7 @@ fn the_release_jobs_run_in_order() {
 /// The attestation job of the template-cleanup image, as Kubewarden's attestation action does it.
 #[test]
 fn the_image_attestation_signs_and_attaches_provenance_and_sbom() {
-    let text = read(&repo(), RELEASE);
+    let text = read_at(&root(), RELEASE);
     let workflow = yaml_documents(RELEASE, &text)
         .into_iter()
         .next()
@@ -373,8 +373,8 @@ fn the_image_attestation_signs_and_attaches_provenance_and_sbom() {
 /// kubewarden/verify-image-signatures' renovate.json does).
 #[test]
 fn the_images_builder_is_pinned_and_renovate_keeps_the_pins_current() {
-    let root = repo();
-    let dockerfile = read(&root, "template-cleanup/Dockerfile");
+    let root = root();
+    let dockerfile = read_at(&root, "template-cleanup/Dockerfile");
     for line in dockerfile.lines().filter(|l| l.starts_with("FROM ")) {
         let image = line.split_whitespace().nth(1).unwrap_or_default();
         assert!(
@@ -382,13 +382,13 @@ fn the_images_builder_is_pinned_and_renovate_keeps_the_pins_current() {
             "template-cleanup/Dockerfile: `{line}` is not pinned by digest"
         );
     }
-    let ignored = read(&root, ".dockerignore");
+    let ignored = read_at(&root, ".dockerignore");
     assert!(
         ignored.lines().any(|l| l.trim() == "target/"),
         ".dockerignore must leave target/ out of the build context"
     );
     let renovate: Value =
-        serde_json::from_str(&read(&root, "renovate.json")).expect("renovate.json is JSON");
+        serde_json::from_str(&read_at(&root, "renovate.json")).expect("renovate.json is JSON");
     assert_eq!(
         renovate["extends"],
         serde_json::json!(["github>kubewarden/github-actions//renovate-config/policies"]),
