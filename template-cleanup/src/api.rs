@@ -14,8 +14,8 @@ use kube::client::retry::RetryPolicy;
 use kube::client::Body;
 use kube::Client;
 use serde_json::Value;
-use template_cleanup_core::answer::{Details, Refused};
-use template_cleanup_core::guard::Served;
+use template_cleanup_core::answer::{Details, ErrorStatus};
+use template_cleanup_core::preflight::Served;
 use template_cleanup_core::select::ListedTemplate;
 use template_cleanup_core::ServedKind;
 use tower::retry::{Policy, RetryLayer};
@@ -31,7 +31,7 @@ const PAGE: u32 = 500;
 const FULL_PAGE: u32 = 100;
 
 /// Retries reads: kube-rs's [`RetryPolicy`] (exponential backoff with jitter from 500 ms to 5 s,
-/// three retries, on 429, 503 and 504: kube-client 5.0.0 `src/client/retry.rs`), and, as that
+/// three retries, on 429, 503 and 504: kube-rs 5.0.0 `kube-client/src/client/retry.rs`), and, as that
 /// policy leaves them out, up to three more on a 500 or 502 and on an attempt that got no answer
 /// within `--request-timeout` ([`per_attempt`]), after 0.5, 1 and 2 s. A DELETE is never sent
 /// twice: its answer decides, and a DELETE sent again after a 504 could report the first one's
@@ -100,7 +100,7 @@ impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
 ///
 /// `config.default_retry` is turned off: while it is on, `ClientBuilder::try_from` adds kube's
 /// default retry layer, `RetryPolicy::server_retry()` (up to 15 retries on 429, 503 and 504 of
-/// any method, backoff up to 1,000 s: kube-client 5.0.0 `src/client/builder.rs`,
+/// any method, backoff up to 1,000 s: kube-rs 5.0.0 `kube-client/src/client/builder.rs`,
 /// `make_generic_builder`), which would send a DELETE again.
 pub fn client(mut config: kube::Config, timeout: Duration) -> Result<Client, String> {
     config.connect_timeout = Some(timeout);
@@ -130,7 +130,7 @@ pub fn per_attempt(timeout: Duration) -> TimeoutLayer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallError {
     /// The API server answered with an error status.
-    Refused(Refused),
+    Status(ErrorStatus),
     /// No answer (timeout, connection) or one that cannot be read.
     Other(String),
 }
@@ -138,7 +138,7 @@ pub enum CallError {
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::Refused(r) => write!(f, "{} {}: {}", r.code, r.reason, r.message),
+            CallError::Status(r) => write!(f, "{} {}: {}", r.code, r.reason, r.message),
             CallError::Other(text) => f.write_str(text),
         }
     }
@@ -147,7 +147,7 @@ impl std::fmt::Display for CallError {
 impl CallError {
     pub fn code(&self) -> Option<u16> {
         match self {
-            CallError::Refused(r) => Some(r.code),
+            CallError::Status(r) => Some(r.code),
             CallError::Other(_) => None,
         }
     }
@@ -155,7 +155,7 @@ impl CallError {
 
 fn from_kube(e: kube::Error) -> CallError {
     match e {
-        kube::Error::Api(status) => CallError::Refused(Refused {
+        kube::Error::Api(status) => CallError::Status(ErrorStatus {
             code: status.code,
             reason: status.reason.clone(),
             message: status.message.clone(),

@@ -40,13 +40,14 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_min_age)]
     pub min_age: Duration,
 
-    /// The guard's ClusterAdmissionPolicy
+    /// The guard's ClusterAdmissionPolicy (formerly --guard, still accepted)
     #[arg(
         long,
+        alias = "guard",
         value_name = "NAME",
         default_value = "capi-template-guard-cleanup"
     )]
-    pub guard: String,
+    pub policy: String,
 
     /// Also read Helm's release Secrets (Helm CLI and Flux helm-controller, Secrets driver only)
     /// in the namespaces collected in, and, unless collecting in every namespace, in those of
@@ -91,7 +92,7 @@ pub struct Options {
     pub namespaces: Option<Vec<String>>,
     pub dry_run: bool,
     pub min_age: i64,
-    pub guard: String,
+    pub policy: String,
     pub helm_releases: bool,
     /// More namespaces whose Helm release Secrets are read (`--helm-storage-namespace`).
     pub helm_storage_namespaces: Vec<String>,
@@ -217,6 +218,17 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(args.helm_storage_namespace, ["x", "y"]);
+    }
+
+    /// `--policy` names the guard's policy; `--guard`, its name before, still does.
+    #[test]
+    fn policy_and_its_former_name_guard() {
+        for flag in ["--policy=mine", "--guard=mine"] {
+            let args = Args::try_parse_from(["template-cleanup", flag]).unwrap();
+            assert_eq!(args.policy, "mine", "{flag}");
+        }
+        let args = Args::try_parse_from(["template-cleanup"]).unwrap();
+        assert_eq!(args.policy, "capi-template-guard-cleanup");
     }
 
     /// The CronJob of examples/cleanup passes only flags this command line defines, with values

@@ -67,17 +67,17 @@ pub fn reason(outcome: &TemplateOutcome) -> (&'static str, bool) {
 
 /// Why: the report's text for the template, opened by what the pass did. No age and no time, so
 /// that the same verdict for the same reason joins the series of the last pass's Event.
-pub fn note(outcome: &TemplateOutcome, guard: &str, min_age: i64) -> String {
+pub fn note(outcome: &TemplateOutcome, policy: &str, min_age: i64) -> String {
     let detail = outcome.detail().unwrap_or_default();
     let text = match outcome {
         TemplateOutcome::Deleted => format!(
-            "Deleted: the guard {guard} let its DELETE through, so nothing it checks still needs this template."
+            "Deleted: the guard {policy} let its DELETE through, so nothing it checks still needs this template."
         ),
         TemplateOutcome::DeletionStarted => format!(
-            "Deletion started: the guard {guard} let its DELETE through; the template's finalizers are pending, and their holders finish the deletion."
+            "Deletion started: the guard {policy} let its DELETE through; the template's finalizers are pending, and their holders finish the deletion."
         ),
         TemplateOutcome::KeptByGuard(text) => {
-            format!("Kept: the guard {guard} refused its DELETE: {text}")
+            format!("Kept: the guard {policy} refused its DELETE: {text}")
         }
         TemplateOutcome::KeptByDecision(text) => format!(
             "Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: {text}"
@@ -112,7 +112,7 @@ pub fn bounded(mut text: String) -> String {
 pub fn for_template(
     line: &TemplateLine,
     outcome: &TemplateOutcome,
-    guard: &str,
+    policy: &str,
     min_age: i64,
 ) -> Record {
     let (reason, warning) = reason(outcome);
@@ -134,14 +134,14 @@ pub fn for_template(
         warning,
         reason,
         action,
-        note: note(outcome, guard, min_age),
+        note: note(outcome, policy, min_age),
     }
 }
 
 /// The Event of a pass that stopped, on the guard's ClusterAdmissionPolicy (`uid` when it could
 /// be read): `CleanupRefused` before the first DELETE (nothing was deleted), `CleanupStopped`
 /// after a re-check found the guard changed.
-pub fn for_stop(guard: &str, uid: Option<String>, before_any_delete: bool, why: &str) -> Record {
+pub fn for_stop(policy: &str, uid: Option<String>, before_any_delete: bool, why: &str) -> Record {
     let (reason, action) = if before_any_delete {
         ("CleanupRefused", "PreFlight")
     } else {
@@ -151,7 +151,7 @@ pub fn for_stop(guard: &str, uid: Option<String>, before_any_delete: bool, why: 
         regarding: ObjectReference {
             api_version: Some("policies.kubewarden.io/v1".into()),
             kind: Some("ClusterAdmissionPolicy".into()),
-            name: Some(guard.to_string()),
+            name: Some(policy.to_string()),
             uid,
             ..ObjectReference::default()
         },
@@ -299,7 +299,7 @@ fn priority(outcome: &TemplateOutcome) -> u8 {
 pub fn records(
     first: Option<Record>,
     lines: &[TemplateLine],
-    guard: &str,
+    policy: &str,
     min_age: i64,
 ) -> Vec<Record> {
     let mut decided: Vec<(&TemplateLine, &TemplateOutcome)> = lines
@@ -312,7 +312,7 @@ pub fn records(
         .chain(
             decided
                 .into_iter()
-                .map(|(l, o)| for_template(l, o, guard, min_age)),
+                .map(|(l, o)| for_template(l, o, policy, min_age)),
         )
         .collect()
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kube::api::ApiResource;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::TemplateOutcome;
-use template_cleanup_core::guard::Served;
+use template_cleanup_core::preflight::Served;
 
 use crate::api::Cluster;
 use crate::events;
@@ -64,7 +64,12 @@ pub fn result(outcome: &TemplateOutcome) -> &'static str {
 
 /// The Report of each namespace with a decided template, at `now`, and how many results were
 /// left out over [`MAX_RESULTS`].
-pub fn reports(lines: &[TemplateLine], guard: &str, min_age: i64, now: i64) -> (Vec<Value>, usize) {
+pub fn reports(
+    lines: &[TemplateLine],
+    policy: &str,
+    min_age: i64,
+    now: i64,
+) -> (Vec<Value>, usize) {
     let mut by_namespace: BTreeMap<&str, Vec<(&TemplateLine, &TemplateOutcome)>> = BTreeMap::new();
     for line in lines {
         if let Some(outcome) = &line.outcome {
@@ -101,9 +106,9 @@ pub fn reports(lines: &[TemplateLine], guard: &str, min_age: i64, now: i64) -> (
                 .iter()
                 .take(MAX_RESULTS)
                 .map(|(line, outcome)| {
-                    let event = events::for_template(line, outcome, guard, min_age);
+                    let event = events::for_template(line, outcome, policy, min_age);
                     json!({
-                        "source": NAME, "policy": guard, "rule": event.reason,
+                        "source": NAME, "policy": policy, "rule": event.reason,
                         "result": result(outcome),
                         "timestamp": {"seconds": now, "nanos": 0},
                         "resources": [event.regarding],
@@ -134,7 +139,7 @@ pub async fn write(
     cluster: &Cluster,
     installed: bool,
     lines: &[TemplateLine],
-    guard: &str,
+    policy: &str,
     min_age: i64,
     now: i64,
     report: &mut Report,
@@ -146,7 +151,7 @@ pub async fn write(
         ..ReportCounts::default()
     };
     if installed {
-        let (reports, left_out) = reports(lines, guard, min_age, now);
+        let (reports, left_out) = reports(lines, policy, min_age, now);
         counts.left_out = left_out;
         for object in &reports {
             let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();

@@ -8,11 +8,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use guard::settings::Settings;
 use kube::api::ApiResource;
 use template_cleanup_core::answer::{
-    classify, not_found_elsewhere, webhook_unreachable, Refused, TemplateOutcome,
+    classify, not_found_elsewhere, webhook_unreachable, ErrorStatus, TemplateOutcome,
 };
-use template_cleanup_core::guard::{
+use template_cleanup_core::preflight::{
     check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
-    rule_groups, webhook_configuration_name, Guard, Served,
+    rule_groups, webhook_configuration_name, Served, Webhook,
 };
 use template_cleanup_core::probe::{Named, Referrers, Verdict};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
@@ -52,7 +52,7 @@ pub async fn main(args: Args) -> u8 {
         namespaces,
         dry_run: args.dry_run,
         min_age: i64::try_from(args.min_age.as_secs()).unwrap_or(i64::MAX),
-        guard: args.guard.clone(),
+        policy: args.policy.clone(),
         helm_releases: args.helm_releases,
         helm_storage_namespaces: args.helm_storage_namespace.clone(),
         events_per_pass: args.events_per_pass,
@@ -116,7 +116,7 @@ pub const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(60
 
 /// What the checks before the first DELETE established, which a re-check must find unchanged.
 struct Checked {
-    guard: Guard,
+    webhook: Webhook,
     served: Vec<Served>,
     kinds: Vec<ServedKind>,
     /// The template whose refusal proved the guard judges (`None`: no probe possible).
@@ -133,7 +133,7 @@ struct Checked {
 /// it is decided.
 pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printer) -> Report {
     let started = tokio::time::Instant::now();
-    let mut report = Report::new(options.dry_run, &options.guard, printer);
+    let mut report = Report::new(options.dry_run, &options.policy, printer);
     let mut uid = None;
     let prepared = prepare(cluster, options, now, &mut report, &mut uid).await;
     let (candidates, mut checked) = match prepared {
@@ -204,10 +204,10 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         sent += 1;
         let outcome = match cluster.delete(&template, options.dry_run).await {
             Ok(true) => TemplateOutcome::DeletionStarted,
-            Ok(false) => classify(&options.guard, None),
-            Err(CallError::Refused(refused)) => {
+            Ok(false) => classify(&options.policy, None),
+            Err(CallError::Status(refused)) => {
                 stopped = webhook_unreachable(&refused);
-                classify_delete(&options.guard, &template, &refused)
+                classify_delete(&options.policy, &template, &refused)
             }
             Err(CallError::Other(text)) => {
                 // a timeout or a lost connection: the next DELETE would wait as long
@@ -223,8 +223,8 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
         } else {
             None
         };
-        let guard = &options.guard;
-        let records = events::records(halted, &report.templates, guard, options.min_age);
+        let policy = &options.policy;
+        let records = events::records(halted, &report.templates, policy, options.min_age);
         events::record(cluster, records, options.events_per_pass, now, &mut report).await;
         let templates = std::mem::take(&mut report.templates);
         let (installed, min_age) = (checked.openreports, options.min_age);
@@ -232,7 +232,7 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
             cluster,
             installed,
             &templates,
-            guard,
+            policy,
             min_age,
             now,
             &mut report,
@@ -255,25 +255,29 @@ fn stop_event(
     report: &Report,
 ) -> events::Record {
     let why = report.error.as_deref().unwrap_or_default();
-    events::for_stop(&options.guard, uid, before_any_delete, why)
+    events::for_stop(&options.policy, uid, before_any_delete, why)
 }
 
 /// A refused DELETE of `template`: the core's reading, and a 404 is `already gone` only when
 /// its Status names the template itself (`details.kind` its plural, `details.name` its name).
-fn classify_delete(guard: &str, template: &ListedTemplate, refused: &Refused) -> TemplateOutcome {
-    not_found_elsewhere(template, refused).unwrap_or_else(|| classify(guard, Some(refused)))
+fn classify_delete(
+    policy: &str,
+    template: &ListedTemplate,
+    refused: &ErrorStatus,
+) -> TemplateOutcome {
+    not_found_elsewhere(template, refused).unwrap_or_else(|| classify(policy, Some(refused)))
 }
 
 /// The guard's ClusterAdmissionPolicy and ValidatingWebhookConfiguration, read and checked:
 /// before the first DELETE and at every re-check. `context` opens the message of a webhook that
 /// cannot be read; `uid` gets the policy's, when it has one. The guard's settings come back read
 /// as the guard reads them.
-async fn read_guard(
+async fn read_policy_and_webhook(
     cluster: &Cluster,
     name: &str,
     context: &str,
     uid: &mut Option<String>,
-) -> Result<(Guard, Settings), String> {
+) -> Result<(Webhook, Settings), String> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), name)
         .await
@@ -288,26 +292,26 @@ async fn read_guard(
         .map_err(|e| {
             format!("{context}cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
         })?;
-    let guard = check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())?;
-    Ok((guard, settings))
+    let webhook = check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())?;
+    Ok((webhook, settings))
 }
 
 /// The pre-flight's reads and checks again, and the probe, trying the last proof's template
 /// first. Any difference from what the pass began with is a change.
 async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
-    let (guard, settings) = read_guard(cluster, &o.guard, "", &mut None).await?;
-    let configuration = webhook_configuration_name(&o.guard);
-    if guard != checked.guard {
+    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, "", &mut None).await?;
+    let configuration = webhook_configuration_name(&o.policy);
+    if webhook != checked.webhook {
         return Err(format!(
             "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
         ));
     }
     let scope = probe::Scope {
-        guard: &o.guard,
+        policy: &o.policy,
         served: &checked.served,
         kinds: &checked.kinds,
         namespaces: o.namespaces.as_deref(),
-        unseen: &guard.unseen,
+        unseen: &webhook.unseen,
         settings: &settings,
     };
     probe::run(cluster, &scope, checked.target.as_ref()).await
@@ -328,9 +332,9 @@ async fn prepare(
     })?;
     // the namespaces the guard's webhook never sees, from the webhook itself
     let preflight = "pre-flight check `the guard's webhook is installed` failed: ";
-    let (guard, settings) = read_guard(cluster, &o.guard, preflight, uid).await?;
-    check_caller(&o.guard, &guard, &username).map_err(|r| r.to_string())?;
-    let mut groups = rule_groups(&guard);
+    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, preflight, uid).await?;
+    check_caller(&o.policy, &webhook, &username).map_err(|r| r.to_string())?;
+    let mut groups = rule_groups(&webhook);
     groups.push(guard::catalogue::CAPI_GROUP.to_string());
     groups.extend(template_cleanup_core::sources::discovery_groups());
     groups.push(openreports::GROUP.to_string());
@@ -338,9 +342,9 @@ async fn prepare(
         .discover(&groups)
         .await
         .map_err(|e| format!("cannot discover the API groups of the guard's rules: {e}."))?;
-    check_named_coverage(&guard, &served).map_err(|r| r.to_string())?;
-    let kinds = collectable(&guard, &served);
-    check_coverage(&guard, &kinds).map_err(|r| r.to_string())?;
+    check_named_coverage(&webhook, &served).map_err(|r| r.to_string())?;
+    let kinds = collectable(&webhook, &served);
+    check_coverage(&webhook, &kinds).map_err(|r| r.to_string())?;
     let declared = crate::sources::read(cluster, o, &served, report).await?;
     // metadata only, page by page: a decision reads nothing else of a template
     let mut templates = BTreeMap::new();
@@ -390,9 +394,9 @@ async fn prepare(
         // a listed template is marked, unless a topology copy opted out: left, saying so
         let verdict = match candidate(&template, now, o.min_age, &declared) {
             opted_out @ Err(Skip::NotMarked) => opted_out,
-            _ if guard.unseen.contains(&template.namespace) => Err(Skip::Unjudged {
+            _ if webhook.unseen.contains(&template.namespace) => Err(Skip::Unjudged {
                 namespace: template.namespace.clone(),
-                guard: o.guard.clone(),
+                policy: o.policy.clone(),
             }),
             other => other,
         };
@@ -403,11 +407,11 @@ async fn prepare(
     }
     // the proof that the guard judges comes last, right before the first DELETE
     let scope = probe::Scope {
-        guard: &o.guard,
+        policy: &o.policy,
         served: &served,
         kinds: &kinds,
         namespaces: o.namespaces.as_deref(),
-        unseen: &guard.unseen,
+        unseen: &webhook.unseen,
         settings: &settings,
     };
     let proof = probe::run(cluster, &scope, None).await?;
@@ -419,7 +423,7 @@ async fn prepare(
     Ok((
         candidates,
         Checked {
-            guard,
+            webhook,
             openreports: openreports::installed(&served),
             served,
             kinds,

@@ -4,7 +4,7 @@
 use guard::catalogue::CAPI_GROUP;
 use guard::settings::Settings;
 use serde_json::Value;
-use template_cleanup_core::guard::{served_kind, Served};
+use template_cleanup_core::preflight::{served_kind, Served};
 use template_cleanup_core::probe::{
     being_deleted, judge, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
 };
@@ -30,7 +30,7 @@ pub struct Proof {
 /// namespaces collected in (`None`: all) and those the guard never judges, and the deployed
 /// guard's settings.
 pub struct Scope<'a> {
-    pub guard: &'a str,
+    pub policy: &'a str,
     pub served: &'a [Served],
     pub kinds: &'a [ServedKind],
     pub namespaces: Option<&'a [String]>,
@@ -55,7 +55,7 @@ pub async fn run(
     first: Option<&Named>,
 ) -> Result<Proof, String> {
     let Scope {
-        guard,
+        policy,
         served,
         kinds,
         namespaces,
@@ -148,14 +148,14 @@ pub async fn run(
                 .await
             {
                 Ok(_) => None,
-                Err(CallError::Refused(refused)) => Some(refused),
+                Err(CallError::Status(refused)) => Some(refused),
                 Err(CallError::Other(text)) => {
                     return Err(format!(
                         "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {text}."
                     ))
                 }
             };
-            match judge(guard, answer.as_ref()) {
+            match judge(policy, answer.as_ref()) {
                 Probe::Judged(text) => {
                     return Ok(Proof {
                         line: format!(

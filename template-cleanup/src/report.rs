@@ -68,7 +68,9 @@ pub struct Counts {
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub dry_run: bool,
-    pub guard: String,
+    /// The policy checked (`--policy`); `guard` in the JSON output, as before the flag was renamed.
+    #[serde(rename = "guard")]
+    pub policy: String,
     pub sources: Vec<SourceLine>,
     /// What the live probe found (`crate::probe`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,10 +96,10 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(dry_run: bool, guard: &str, printer: Printer) -> Self {
+    pub fn new(dry_run: bool, policy: &str, printer: Printer) -> Self {
         Report {
             dry_run,
-            guard: guard.to_string(),
+            policy: policy.to_string(),
             printer,
             ..Report::default()
         }

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 use template_cleanup_core::declared::Declared;
-use template_cleanup_core::guard::Served;
 use template_cleanup_core::helm::{flux_helm_release, FluxHelmRelease};
+use template_cleanup_core::preflight::Served;
 use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, SOURCES};
 use template_cleanup_core::ServedKind;
 
@@ -16,7 +16,7 @@ use crate::report::{Report, SourceLine};
 
 /// The served version of a source's kind, the preferred one first.
 fn served_kind<'a>(served: &'a [Served], source: &Source) -> Option<&'a ServedKind> {
-    template_cleanup_core::guard::served_kind(served, source.group, source.kind)
+    template_cleanup_core::preflight::served_kind(served, source.group, source.kind)
 }
 
 /// Every object of a source's kind, in every namespace, handed to `each` page by page (no list

@@ -1,14 +1,14 @@
 //! A pass against a mocked API server (kube-rs's tower-test pattern): every answer a DELETE can
 //! get, a paged list, the pre-flight and the reads that stop a pass before any DELETE. The
-//! pre-flight on the live webhook, the probe, the retries and the stops are in tests/guard.rs; the
+//! pre-flight on the live webhook, the probe, the retries and the stops are in tests/preflight.rs; the
 //! deploy tools (Argo CD, Helm) in tests/deploy_tools.rs and tests/helm_passes.rs; the client as a
 //! pass builds it, against a local HTTP server, in tests/client.rs.
 
 mod client;
 mod deploy_tools;
-mod guard;
 mod helm_passes;
 mod judged;
+mod preflight;
 mod recorded;
 
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ use crate::pass::run;
 use crate::report::{Report, CANNOT_RUN, FAILED, OK};
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
-const GUARD: &str = "capi-template-guard-cleanup";
+const POLICY: &str = "capi-template-guard-cleanup";
 const GUARD_PATH: &str =
     "/apis/policies.kubewarden.io/v1/clusteradmissionpolicies/capi-template-guard-cleanup";
 const WEBHOOK_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/clusterwide-capi-template-guard-cleanup";
@@ -387,7 +387,7 @@ async fn pass_with(fake: Fake, dry_run: bool, helm_releases: bool) -> (Report, V
         namespaces,
         dry_run,
         min_age: 600,
-        guard: GUARD.into(),
+        policy: POLICY.into(),
         helm_releases,
         helm_storage_namespaces: helm_storage,
         events_per_pass: fake_cap,

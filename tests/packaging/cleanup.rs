@@ -89,7 +89,7 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
     let role = object("ClusterRole");
     let guard_name = args()
         .iter()
-        .find_map(|a| a.strip_prefix("--guard=").map(str::to_string))
+        .find_map(|a| a.strip_prefix("--policy=").map(str::to_string))
         .unwrap_or_else(|| "capi-template-guard".to_string());
     let gets = |group: &str, resource: &str, name: &str| {
         seq_at(&role, "/rules", COMPONENT).iter().any(|r| {
@@ -287,7 +287,7 @@ fn the_release_builds_the_image_for_both_architectures_and_signs_it() {
 /// the build fails, naming the CronJob, instead of silently leaving Helm out.
 #[test]
 fn the_helm_component_applies_after_the_clean_up_or_fails_the_build() {
-    use super::placement::{RANCHER, kustomize, orders};
+    use super::placement::{kustomize, orders, RANCHER};
     const HELM: &str = "examples/cleanup/helm";
     const CLEANUP: &str = "examples/cleanup/component";
     if !crate::kubectl_on_path("the Helm component's order") {
@@ -300,7 +300,8 @@ fn the_helm_component_applies_after_the_clean_up_or_fails_the_build() {
         if position(HELM) < position(CLEANUP) {
             let error = built.expect_err(&format!("{what}: the wrong order builds"));
             assert!(
-                error.contains("nothing selected by CronJob") && error.contains("capi-template-cleanup"),
+                error.contains("nothing selected by CronJob")
+                    && error.contains("capi-template-cleanup"),
                 "{what}: {error}"
             );
             continue;
@@ -325,8 +326,10 @@ fn the_helm_component_applies_after_the_clean_up_or_fails_the_build() {
         let rules = seq_at(find("ClusterRole"), "/rules", &what);
         for (group, resource) in [("", "secrets"), ("helm.toolkit.fluxcd.io", "helmreleases")] {
             assert!(
-                rules.iter().any(|r| r["apiGroups"] == serde_json::json!([group])
-                    && r["resources"] == serde_json::json!([resource])),
+                rules
+                    .iter()
+                    .any(|r| r["apiGroups"] == serde_json::json!([group])
+                        && r["resources"] == serde_json::json!([resource])),
                 "{what}: no rule for {resource}"
             );
         }

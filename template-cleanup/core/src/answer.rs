@@ -10,7 +10,7 @@ use crate::select::{ListedTemplate, Skip};
 /// A failed answer, from its `Status` body (`code`, `reason`, `message`,
 /// `details.causes[].message`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Refused {
+pub struct ErrorStatus {
     pub code: u16,
     pub reason: String,
     pub message: String,
@@ -99,7 +99,7 @@ impl TemplateOutcome {
 /// `pkg/admission/plugin/webhook/errors/errors.go`, `ErrCallingWebhook.Error`), an internal error
 /// (500) when the webhook's failurePolicy is Fail, a timeout included. Every later DELETE would
 /// wait for the same webhook and fail the same way, so the pass stops there.
-pub fn webhook_unreachable(answer: &Refused) -> bool {
+pub fn webhook_unreachable(answer: &ErrorStatus) -> bool {
     answer.code == 500 && answer.message.contains("failed calling webhook")
 }
 
@@ -108,8 +108,8 @@ pub fn webhook_unreachable(answer: &Refused) -> bool {
 /// `api/policies/v1/clusteradmissionpolicy_types.go`, `GetUniqueName`) and
 /// `.kubewarden.admission`, the suffix `internal/controller/policy_subreconciler_webhook.go:61`
 /// appends (v1.36.0-beta.1).
-pub fn guard_webhook(guard: &str) -> String {
-    format!("clusterwide-{guard}.kubewarden.admission")
+pub fn guard_webhook(policy: &str) -> String {
+    format!("clusterwide-{policy}.kubewarden.admission")
 }
 
 /// A 404 that is not about the template itself: `Some(failed)`, naming what is missing. The
@@ -120,7 +120,10 @@ pub fn guard_webhook(guard: &str) -> String {
 /// `{kind: namespaces, name: <ns>}` (k8s.io/apiserver `pkg/admission/plugin/namespace/lifecycle`
 /// and the webhook's namespace matcher). Only the first is `already gone`; the template is still
 /// there in the second, and the line says which namespace is missing.
-pub fn not_found_elsewhere(template: &ListedTemplate, answer: &Refused) -> Option<TemplateOutcome> {
+pub fn not_found_elsewhere(
+    template: &ListedTemplate,
+    answer: &ErrorStatus,
+) -> Option<TemplateOutcome> {
     let details = answer.details.as_deref().cloned().unwrap_or_default();
     if answer.code != 404 || details.kind == template.kind.plural && details.name == template.name {
         return None;
@@ -146,7 +149,7 @@ const PRECONDITION_FAILED: [&str; 3] = [
     "Precondition failed: ",
 ];
 
-/// The answer to a DELETE: `None` for 2xx, else the refusal. `guard` is the policy's name.
+/// The answer to a DELETE: `None` for 2xx, else the refusal. `policy` is the guard policy's name.
 ///
 /// - 409 with kube-apiserver's webhook denial text for the guard's webhook, `admission webhook
 ///   "<name>" denied the request: <message>` (k8s.io/apiserver
@@ -170,13 +173,13 @@ const PRECONDITION_FAILED: [&str; 3] = [
 ///   asked in neither case: both come before admission's delete validation
 ///   (`pkg/storage/etcd3/store.go`, `conditionalDelete`).
 /// - 404: already gone. Anything else: failed.
-pub fn classify(guard: &str, answer: Option<&Refused>) -> TemplateOutcome {
+pub fn classify(policy: &str, answer: Option<&ErrorStatus>) -> TemplateOutcome {
     let Some(r) = answer else {
         return TemplateOutcome::Deleted;
     };
     let denial = format!(
         "admission webhook \"{}\" denied the request",
-        guard_webhook(guard)
+        guard_webhook(policy)
     );
     match r.code {
         404 => TemplateOutcome::Gone,

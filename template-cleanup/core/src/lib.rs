@@ -1,7 +1,7 @@
 //! The decisions of `template-cleanup`, over plain data: no Kubernetes client, no async runtime,
 //! so that the test host's simulation runs the same code as the shipped binary.
 //!
-//! - [`guard`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
+//! - [`preflight`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
 //!   the kinds its rules make template-cleanup collect;
 //! - [`probe`]: the live probe, a dry-run DELETE the guard must refuse;
 //! - [`sources`]: the desired-state sources, one row each (group, kind, reader, RBAC);
@@ -16,8 +16,8 @@
 
 pub mod answer;
 pub mod declared;
-pub mod guard;
 pub mod helm;
+pub mod preflight;
 pub mod probe;
 pub mod select;
 pub mod sources;

@@ -71,7 +71,7 @@ impl Rule {
 
 /// The guard as its live webhook sends DELETEs to it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Guard {
+pub struct Webhook {
     pub rules: Vec<Rule>,
     /// Namespaces whose templates the guard never judges, sorted: those the webhook's
     /// namespaceSelector leaves out, and the namespace of the webhook's service (see
@@ -261,8 +261,8 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refu
 /// The name kubewarden-controller gives a ClusterAdmissionPolicy's ValidatingWebhookConfiguration
 /// (v1.36.0-beta.1 `api/policies/v1/clusteradmissionpolicy_types.go:215`, `GetUniqueName`, used
 /// as the name at `internal/controller/policy_subreconciler_webhook.go:50`).
-pub fn webhook_configuration_name(guard: &str) -> String {
-    format!("clusterwide-{guard}")
+pub fn webhook_configuration_name(policy: &str) -> String {
+    format!("clusterwide-{policy}")
 }
 
 /// The label kube-apiserver puts on every Namespace, holding its name (k8s.io/api
@@ -272,8 +272,8 @@ const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// template-cleanup's service account, as examples/cleanup/component/cleanup.yaml names it.
 pub const CLEANUP_ACCOUNT: &str = "capi-template-cleanup";
 
-/// The one matchCondition template-cleanup's own policy carries (examples/cleanup/component/
-/// guard-cleanup.yaml): it selects template-cleanup's service account in any namespace, so it is
+/// The one matchCondition template-cleanup's own policy carries (examples/cleanup/guard/
+/// kustomization.yaml): it selects template-cleanup's service account in any namespace, so it is
 /// true for every DELETE template-cleanup sends and exempts none of them. The main guard carries
 /// its negation, so that each template DELETE is judged by exactly one of the two policies.
 pub const SELECTS_THE_CLEANUP: (&str, &str) = (
@@ -310,7 +310,7 @@ fn harmless(condition: &Value) -> bool {
 /// (`charts/kubewarden-controller/values.yaml:153`): the policy server then accepts every request
 /// made in its own namespace without running the policy (`crates/policy-server/src/api/service.rs`,
 /// lines 37-63).
-pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refusal> {
+pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Refusal> {
     let configuration = webhook_configuration_name(name);
     let installed = "the guard's webhook is installed";
     let Some(webhook) = webhook else {
@@ -415,7 +415,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refus
         })
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| refuse("rules cover DELETE", format!("{what}: {e}")))?;
-    Ok(Guard {
+    Ok(Webhook {
         rules,
         unseen,
         only_cleanup: !conditions.is_empty(),
@@ -423,11 +423,11 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Guard, Refus
 }
 
 /// The last check: the guard's rules send the DELETE of every kind the pass would delete.
-pub fn check_coverage(guard: &Guard, kinds: &[ServedKind]) -> Result<(), Refusal> {
+pub fn check_coverage(webhook: &Webhook, kinds: &[ServedKind]) -> Result<(), Refusal> {
     let missing: Vec<String> = kinds
         .iter()
         .filter(|k| {
-            !guard
+            !webhook
                 .rules
                 .iter()
                 .any(|r| r.covers_delete(&k.group, &k.version, &k.plural))
@@ -461,8 +461,8 @@ pub fn selected_by_the_cleanup_condition(username: &str) -> bool {
 /// account named `capi-template-cleanup`; anyone else's DELETEs are judged by another policy
 /// (the main guard, whose `not-capi-template-cleanup` selects every other user), if by any, and
 /// neither the pre-flight nor the probe of this guard says anything about them.
-pub fn check_caller(name: &str, guard: &Guard, username: &str) -> Result<(), Refusal> {
-    if !guard.only_cleanup || selected_by_the_cleanup_condition(username) {
+pub fn check_caller(name: &str, webhook: &Webhook, username: &str) -> Result<(), Refusal> {
+    if !webhook.only_cleanup || selected_by_the_cleanup_condition(username) {
         return Ok(());
     }
     Err(refuse(
@@ -478,10 +478,10 @@ pub fn check_caller(name: &str, guard: &Guard, username: &str) -> Result<(), Ref
 /// namespaced `*Template` kind the cluster serves whose group and resource a rule names, in any
 /// operation, version or scope, must have a served version whose DELETE some rule sends
 /// ([`Rule::covers_delete`]). Otherwise the pass would collect nothing of it and exit 0 forever.
-pub fn check_named_coverage(guard: &Guard, served: &[Served]) -> Result<(), Refusal> {
+pub fn check_named_coverage(webhook: &Webhook, served: &[Served]) -> Result<(), Refusal> {
     let named = |s: &Served| {
         s.is_template()
-            && guard
+            && webhook
                 .rules
                 .iter()
                 .any(|r| has(&r.api_groups, &s.kind.group) && has(&r.resources, &s.kind.plural))
@@ -493,7 +493,7 @@ pub fn check_named_coverage(guard: &Guard, served: &[Served]) -> Result<(), Refu
             !served.iter().any(|v| {
                 v.kind.group == s.kind.group
                     && v.kind.plural == s.kind.plural
-                    && guard
+                    && webhook
                         .rules
                         .iter()
                         .any(|r| r.covers_delete(&v.kind.group, &v.kind.version, &v.kind.plural))
@@ -509,7 +509,7 @@ pub fn check_named_coverage(guard: &Guard, served: &[Served]) -> Result<(), Refu
     Err(refuse(
         "rules cover DELETE",
         format!(
-            "the guard's rules name {} but send no DELETE of them to it (operations, apiVersions or scope), so the pass would collect none of them and read as a success. Add DELETE to those rules of the guard's ClusterAdmissionPolicy, as examples/cleanup/component/guard-cleanup.yaml ships them.",
+            "the guard's rules name {} but send no DELETE of them to it (operations, apiVersions or scope), so the pass would collect none of them and read as a success. Add DELETE to those rules of the guard's ClusterAdmissionPolicy, as examples/cleanup/guard ships them.",
             missing.join(", ")
         ),
     ))
@@ -548,8 +548,8 @@ pub fn served_kind<'a>(served: &'a [Served], group: &str, kind: &str) -> Option<
 /// The groups the guard's rules name, whatever their operations (`*` cannot be resolved and is
 /// skipped): discovery reads them all, so that rules which name template kinds but do not send
 /// their DELETE are seen ([`check_named_coverage`]) instead of collecting nothing.
-pub fn rule_groups(guard: &Guard) -> Vec<String> {
-    let mut groups: Vec<String> = guard
+pub fn rule_groups(webhook: &Webhook) -> Vec<String> {
+    let mut groups: Vec<String> = webhook
         .rules
         .iter()
         .flat_map(|r| r.api_groups.iter().filter(|g| *g != "*").cloned())
@@ -563,10 +563,10 @@ pub fn rule_groups(guard: &Guard) -> Vec<String> {
 /// rules send to the guard, once, at the group's preferred version when the rules cover it. Only
 /// kinds named `*Template`: every kind the guard judges is one, and a wildcard rule must not make
 /// template-cleanup delete Machines.
-pub fn collectable(guard: &Guard, served: &[Served]) -> Vec<ServedKind> {
+pub fn collectable(webhook: &Webhook, served: &[Served]) -> Vec<ServedKind> {
     let covered = |s: &&Served| {
         s.is_template()
-            && guard
+            && webhook
                 .rules
                 .iter()
                 .any(|r| r.covers_delete(&s.kind.group, &s.kind.version, &s.kind.plural))

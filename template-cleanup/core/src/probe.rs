@@ -23,7 +23,7 @@ use guard::references::{take_candidate, Candidate};
 use guard::settings::Settings;
 use serde_json::Value;
 
-use crate::answer::{classify, Refused, TemplateOutcome};
+use crate::answer::{classify, ErrorStatus, TemplateOutcome};
 
 /// A template a MachineDeployment names: group, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -130,14 +130,14 @@ impl Referrers {
     /// Cluster that was not listed counts as gone, which lets go of more, never less: a template
     /// kept here is kept by the deployed guard too.
     pub fn decide(&self, template: &Template, settings: &Settings) -> Verdict {
-        let mut listed = Listed {
+        let mut lookups = PassLookups {
             referrers: self,
             namespace: &template.namespace,
         };
-        match decide(template, settings, &mut listed) {
+        match decide(template, settings, &mut lookups) {
             Ok(Decision::Keep(referrers)) => Verdict::Keeps(message::in_use(template, &referrers)),
             Ok(Decision::Release(reason)) => Verdict::Releases(message::released(template, reason)),
-            // Listed answers every lookup; kept for the trait's sake.
+            // PassLookups answers every lookup; kept for the trait's sake.
             Err(error) => Verdict::Releases(message::lookup_failed(template, &error)),
         }
     }
@@ -172,12 +172,12 @@ pub fn being_deleted(template: &Value) -> bool {
 /// The guard's [`Lookups`] answered from what the pass has read: the listed referrers of the
 /// template's namespace and the listed Clusters' states (one not listed counts as gone). Kinds
 /// the catalogue does not know are not scanned.
-struct Listed<'a> {
+struct PassLookups<'a> {
     referrers: &'a Referrers,
     namespace: &'a str,
 }
 
-impl Lookups for Listed<'_> {
+impl Lookups for PassLookups<'_> {
     fn referrers(&mut self, kind: &'static ReferrerKind) -> Result<Vec<Candidate>, LookupError> {
         Ok(self
             .referrers
@@ -228,8 +228,8 @@ pub enum Probe {
 
 /// Reads the answer to the probe's dry-run DELETE (`None`: 2xx, the DELETE would have gone
 /// through).
-pub fn judge(guard: &str, answer: Option<&Refused>) -> Probe {
-    match classify(guard, answer) {
+pub fn judge(policy: &str, answer: Option<&ErrorStatus>) -> Probe {
+    match classify(policy, answer) {
         TemplateOutcome::KeptByGuard(text) => Probe::Judged(text),
         TemplateOutcome::Gone | TemplateOutcome::Changed(_) => Probe::Moved,
         TemplateOutcome::Deleted | TemplateOutcome::DeletionStarted => Probe::NotJudged(

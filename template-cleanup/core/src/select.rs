@@ -108,8 +108,8 @@ pub enum Skip {
     TooYoung,
     /// A deploy tool still declares it.
     Declared { by: String },
-    /// In a namespace the guard never judges (see `guard::check_webhook`).
-    Unjudged { namespace: String, guard: String },
+    /// In a namespace the guard never judges (see `preflight::check_webhook`).
+    Unjudged { namespace: String, policy: String },
 }
 
 impl std::fmt::Display for Skip {
@@ -122,9 +122,9 @@ impl std::fmt::Display for Skip {
             Skip::BeingDeleted => write!(f, "already being deleted"),
             Skip::TooYoung => write!(f, "younger than --min-age"),
             Skip::Declared { by } => write!(f, "still declared by {by}"),
-            Skip::Unjudged { namespace, guard } => write!(
+            Skip::Unjudged { namespace, policy } => write!(
                 f,
-                "the guard {guard} never judges a DELETE in namespace {namespace} (its webhook's \
+                "the guard {policy} never judges a DELETE in namespace {namespace} (its webhook's \
                  namespaceSelector leaves it out, or it is the policy server's own namespace, \
                  where the policy server accepts every request unchecked): move the template \
                  to another namespace to have it collected"

@@ -4,9 +4,9 @@
 use guard::settings::Settings;
 use rstest::rstest;
 use serde_json::{json, Value};
-use template_cleanup_core::answer::{classify, webhook_unreachable, Refused, TemplateOutcome};
-use template_cleanup_core::guard::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups, Guard, Served,
+use template_cleanup_core::answer::{classify, webhook_unreachable, ErrorStatus, TemplateOutcome};
+use template_cleanup_core::preflight::{
+    check_coverage, check_policy, check_webhook, collectable, rule_groups, Served, Webhook,
     SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::probe::{
@@ -203,9 +203,9 @@ fn pre_flight_on_the_live_webhook(
     #[case] expected: Result<Vec<&str>, &str>,
 ) {
     match (expected, check_webhook("g", webhook.as_ref())) {
-        (Ok(unseen), Ok(guard)) => {
-            assert_eq!(guard.unseen, unseen);
-            assert_eq!(guard.rules.len(), 1);
+        (Ok(unseen), Ok(read)) => {
+            assert_eq!(read.unseen, unseen);
+            assert_eq!(read.rules.len(), 1);
         }
         (Err(check), Err(refusal)) => {
             assert_eq!(refusal.check, check);
@@ -272,7 +272,7 @@ fn yaml_value(text: &str) -> Value {
 }
 
 /// A guard whose webhook sends DELETEs to it by `rules`.
-fn guard_with_rules(rules: Value) -> Guard {
+fn webhook_with_rules(rules: Value) -> Webhook {
     check_webhook("g", Some(&hook_with(|h| h["rules"] = rules))).unwrap()
 }
 
@@ -286,12 +286,12 @@ fn coverage(#[case] kinds: Vec<ServedKind>, #[case] covered: bool) {
     let mut rules = good_policy()["spec"]["rules"].clone();
     rules[0]["apiVersions"] = json!(["v1beta1"]);
     assert_eq!(
-        check_coverage(&guard_with_rules(rules.clone()), &kinds).is_ok(),
+        check_coverage(&webhook_with_rules(rules.clone()), &kinds).is_ok(),
         covered
     );
     rules[0]["operations"] = json!(["CREATE"]);
     assert_eq!(
-        check_coverage(&guard_with_rules(rules), &kinds).is_ok(),
+        check_coverage(&webhook_with_rules(rules), &kinds).is_ok(),
         kinds.is_empty(),
         "a CREATE rule covers no DELETE"
     );
@@ -314,11 +314,11 @@ fn a_rules_scope_decides_whether_it_sends_template_deletes(
     if let Some(scope) = scope {
         rules[0]["scope"] = json!(scope);
     }
-    let guard = guard_with_rules(rules);
-    assert_eq!(check_coverage(&guard, &[m3mt("v1beta1")]).is_ok(), sent);
+    let webhook = webhook_with_rules(rules);
+    assert_eq!(check_coverage(&webhook, &[m3mt("v1beta1")]).is_ok(), sent);
     let expected = if sent { vec![m3mt("v1beta1")] } else { vec![] };
     assert_eq!(
-        collectable(&guard, &[served(m3mt("v1beta1"), true)]),
+        collectable(&webhook, &[served(m3mt("v1beta1"), true)]),
         expected
     );
 }
@@ -333,14 +333,14 @@ fn served(k: ServedKind, preferred: bool) -> Served {
 
 #[test]
 fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred_version() {
-    let guard = guard_with_rules(json!([
+    let webhook = webhook_with_rules(json!([
         {"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["metal3machinetemplates", "metal3datatemplates/status", "nosuchtemplates"], "operations": ["DELETE"]},
         {"apiGroups": ["wild.example"], "apiVersions": ["v1"], "resources": ["*"], "operations": ["*"]},
         {"apiGroups": ["bootstrap.cluster.x-k8s.io"], "apiVersions": ["v1beta1"], "resources": ["kubeadmconfigtemplates"], "operations": ["DELETE"]},
         {"apiGroups": ["create.example"], "apiVersions": ["*"], "resources": ["*"], "operations": ["CREATE"]},
     ]));
     assert_eq!(
-        rule_groups(&guard),
+        rule_groups(&webhook),
         [
             "bootstrap.cluster.x-k8s.io",
             "create.example",
@@ -393,20 +393,20 @@ fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred
     // A wildcard rule sends wild.example's WildTemplate to the guard, but the guard protects no
     // such kind (it lets its DELETE through unjudged), so it is never collected.
     assert_eq!(
-        collectable(&guard, &all),
+        collectable(&webhook, &all),
         vec![kct("v1beta1"), m3mt("v1beta1")]
     );
 }
 
 // --- answers
 
-fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> Refused {
-    Refused {
+fn refused(code: u16, reason: &str, message: &str, causes: &[&str]) -> ErrorStatus {
+    ErrorStatus {
         code,
         reason: reason.into(),
         message: message.into(),
         causes: causes.iter().map(|c| c.to_string()).collect(),
-        ..Refused::default()
+        ..ErrorStatus::default()
     }
 }
 
@@ -432,7 +432,7 @@ const BEFORE_DELETE_RV: &str = "Operation cannot be fulfilled on Metal3MachineTe
 #[case::gone(Some(refused(404, "NotFound", "not found", &[])), TemplateOutcome::Gone)]
 #[case::forbidden(Some(refused(403, "Forbidden", "cannot delete", &[])), TemplateOutcome::Failed("403 Forbidden: cannot delete".into()))]
 #[case::guard_error(Some(refused(500, "", &format!("{DENIED}could not check"), &[])), TemplateOutcome::Failed(format!("500: {DENIED}could not check")))]
-fn answers(#[case] answer: Option<Refused>, #[case] outcome: TemplateOutcome) {
+fn answers(#[case] answer: Option<ErrorStatus>, #[case] outcome: TemplateOutcome) {
     assert_eq!(
         classify("capi-template-guard-cleanup", answer.as_ref()),
         outcome
@@ -447,7 +447,10 @@ fn answers(#[case] answer: Option<Refused>, #[case] outcome: TemplateOutcome) {
 #[case::the_guards_own_500(refused(500, "", &format!("{DENIED}could not check"), &[]), false)]
 #[case::forbidden(refused(403, "Forbidden", "cannot delete", &[]), false)]
 #[case::refused(refused(409, "", &format!("{DENIED}in use"), &[]), false)]
-fn a_webhook_that_cannot_be_called_stops_the_pass(#[case] answer: Refused, #[case] stops: bool) {
+fn a_webhook_that_cannot_be_called_stops_the_pass(
+    #[case] answer: ErrorStatus,
+    #[case] stops: bool,
+) {
     assert_eq!(webhook_unreachable(&answer), stops);
 }
 
@@ -694,6 +697,6 @@ fn a_template_being_deleted_is_no_target() {
 #[case::recreated(Some(refused(409, "Conflict", BEFORE_DELETE_UID, &[])), Probe::Moved)]
 #[case::the_main_guard_answered(Some(refused(409, "", &DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"), &[])), Probe::NotJudged(format!("409: {}", DENIED.replace("capi-template-guard-cleanup", "capi-template-guard"))))]
 #[case::unreachable(Some(refused(500, "InternalError", "Internal error occurred: failed calling webhook", &[])), Probe::NotJudged("500 InternalError: Internal error occurred: failed calling webhook".into()))]
-fn the_probes_answer(#[case] answer: Option<Refused>, #[case] probe: Probe) {
+fn the_probes_answer(#[case] answer: Option<ErrorStatus>, #[case] probe: Probe) {
     assert_eq!(judge("capi-template-guard-cleanup", answer.as_ref()), probe);
 }

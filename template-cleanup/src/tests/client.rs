@@ -132,7 +132,7 @@ async fn a_delete_answered_503_is_sent_once() {
     let deletes = seen.iter().filter(|s| s.starts_with("DELETE ")).count();
     assert_eq!(deletes, 1, "DELETEs sent: {seen:?}");
     match answer {
-        Ok(Err(CallError::Refused(refused))) => assert_eq!(refused.code, 503),
+        Ok(Err(CallError::Status(refused))) => assert_eq!(refused.code, 503),
         other => panic!("expected the 503 as the answer, got {other:?}"),
     }
 }

@@ -8,7 +8,7 @@ use std::cell::Cell;
 use std::io::Write;
 
 use base64::Engine;
-use template_cleanup_core::guard::Served;
+use template_cleanup_core::preflight::Served;
 use template_cleanup_core::ServedKind;
 
 use super::*;
@@ -99,7 +99,7 @@ fn options(helm_releases: bool, namespaces: Option<&[&str]>) -> Options {
         namespaces: namespaces.map(|list| list.iter().map(|s| s.to_string()).collect()),
         dry_run: false,
         min_age: 600,
-        guard: GUARD.into(),
+        policy: POLICY.into(),
         helm_releases,
         helm_storage_namespaces: Vec::new(),
         events_per_pass: crate::events::PER_PASS,

@@ -252,7 +252,7 @@ async fn a_refused_pass_is_recorded_on_the_guard() {
     assert_eq!(event["type"], "Warning");
     assert_eq!(
         event["regarding"],
-        json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "name": GUARD, "uid": "uid-guard"})
+        json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy", "name": POLICY, "uid": "uid-guard"})
     );
     let note = event["note"].as_str().unwrap();
     assert!(
@@ -297,7 +297,7 @@ async fn one_report_per_namespace_where_openreports_is_installed() {
     let kept = result("refused");
     assert_eq!(
         (&kept["result"], &kept["rule"], &kept["policy"]),
-        (&json!("warn"), &json!("TemplateKept"), &json!(GUARD))
+        (&json!("warn"), &json!("TemplateKept"), &json!(POLICY))
     );
     assert!(kept["message"]
         .as_str()

@@ -5,7 +5,7 @@
 //! guard's refusal keeps the template, anything else fails the pass).
 
 use anyhow::Result;
-use template_cleanup_core::answer::{self, Refused, TemplateOutcome};
+use template_cleanup_core::answer::{self, ErrorStatus, TemplateOutcome};
 use template_cleanup_core::declared::Declared;
 use template_cleanup_core::select::{self, ListedTemplate, Skip};
 
@@ -19,7 +19,7 @@ const MIN_AGE: u64 = 600;
 const START: i64 = 1_793_491_200;
 /// The policy named in the webhook's refusal and read back by `answer::classify`. One simulated
 /// guard answers every client, so it keeps the main guard's name; the real job's DELETEs meet
-/// examples/cleanup's copy, `capi-template-guard-cleanup` (template-cleanup's default `--guard`).
+/// examples/cleanup's copy, `capi-template-guard-cleanup` (template-cleanup's default `--policy`).
 const GUARD: &str = "capi-template-guard";
 
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl Actor for TemplateCleanup {
             let user = "system:serviceaccount:edge-sites:template-cleanup";
             // kube-apiserver's answer to a webhook's refusal (k8s.io/apiserver
             // pkg/admission/plugin/webhook/errors/statuserror.go, ToStatusErr)
-            let refused = w.try_delete(r.kind, &r.name, user)?.map(|v| Refused {
+            let refused = w.try_delete(r.kind, &r.name, user)?.map(|v| ErrorStatus {
                 code: v.code,
                 reason: String::new(),
                 message: format!(
@@ -60,7 +60,7 @@ impl Actor for TemplateCleanup {
                     answer::guard_webhook(GUARD),
                     v.message
                 ),
-                ..Refused::default()
+                ..ErrorStatus::default()
             });
             if let TemplateOutcome::Failed(why) = answer::classify(GUARD, refused.as_ref()) {
                 w.m.template_cleanup_failed += 1;
