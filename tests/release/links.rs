@@ -262,3 +262,61 @@ fn the_link_check_finds_what_it_should() {
     }
     assert!(!anchors.contains("not-a-heading"));
 }
+
+/// Paths of this repository named in code, build files and scripts (Rust comments and strings,
+/// the Makefile, e2e.bats, shell scripts, metadata.yml) name files that exist. Only a path that
+/// starts at one of the repository's top-level folders is read as one of its files: others in
+/// such text are upstream citations (`internal/controllers/...`) or relative to a fixture.
+#[test]
+fn repository_paths_in_code_and_build_files_exist() {
+    let root = root();
+    let files = repository_files(&root);
+    let top_level: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| f.split_once('/').map(|(dir, _)| dir.to_string()))
+        .collect();
+    let sources: Vec<&String> = files
+        .iter()
+        .filter(|f| {
+            !f.starts_with("test_data/")
+                && (f.ends_with(".rs")
+                    || f.ends_with(".sh")
+                    || f.ends_with(".bats")
+                    || f.as_str() == "Makefile"
+                    || f.as_str() == "metadata.yml")
+        })
+        .collect();
+    assert!(
+        sources.iter().any(|s| s.as_str() == "Makefile")
+            && sources.iter().any(|s| s.as_str() == "e2e.bats")
+            && sources.iter().any(|s| s.starts_with("guard/src/")),
+        "the path check must see the Makefile, e2e.bats and the Rust sources"
+    );
+    let mut problems = Vec::new();
+    // This file's own tests name paths that do not exist, on purpose.
+    for source in sources
+        .into_iter()
+        .filter(|s| *s != "tests/release/links.rs")
+    {
+        let text = read_at(&root, source);
+        for (line, word) in path_like_words(&text) {
+            let path = word.split('#').next().unwrap_or("");
+            let in_repository = path
+                .split_once('/')
+                .is_some_and(|(first, _)| top_level.contains(first));
+            // From the root, or from a folder the source sits in (`tests/client.rs` in
+            // template-cleanup/src/tests.rs).
+            let exists = Path::new(source)
+                .ancestors()
+                .any(|dir| root.join(dir).join(path).is_file());
+            if in_repository && !exists {
+                problems.push(format!("  {source}:{line}: {path} does not exist"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "paths that name no file of the repository:\n{}",
+        problems.join("\n")
+    );
+}
