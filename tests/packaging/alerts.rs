@@ -7,6 +7,12 @@ use super::*;
 use regex::Regex;
 
 const RULES: &str = "examples/monitoring/prometheus-rule.yaml";
+/// Sylva's missing-input alerts, and the one its telemetry component adds (docs/operations.md,
+/// "Sylva").
+const SYLVA_RULES: [&str; 2] = [
+    "examples/sylva/monitoring/prometheus-rule.yaml",
+    "examples/sylva/monitoring/telemetry/prometheus-rule.yaml",
+];
 const RUNBOOKS: &str = "docs/operations.md";
 
 /// The names the other examples give: `clusterwide-<policy>`, its webhook, and the CronJob of
@@ -41,15 +47,20 @@ fn example_names() -> Option<Names> {
     Some(names)
 }
 
-/// The alerting rules, without the recording rule of the placement.
-fn alert_rules() -> Vec<Value> {
-    let document = yaml_file(RULES);
-    assert_eq!(document["kind"], "PrometheusRule");
-    seq_at(&document, "/spec/groups", RULES)
+/// The alerting rules of one file, without the recording rule of the placement.
+fn alert_rules_of(file: &str) -> Vec<Value> {
+    let document = yaml_file(file);
+    assert_eq!(document["kind"], "PrometheusRule", "{file}");
+    seq_at(&document, "/spec/groups", file)
         .iter()
-        .flat_map(|group| seq_at(group, "/rules", RULES).clone())
+        .flat_map(|group| seq_at(group, "/rules", file).clone())
         .filter(|rule| rule.get("record").is_none())
         .collect()
+}
+
+/// The alerting rules of examples/monitoring.
+fn alert_rules() -> Vec<Value> {
+    alert_rules_of(RULES)
 }
 
 /// The values an expression selects for a label, `=~` alternatives split.
@@ -144,30 +155,32 @@ fn every_alert_has_its_runbook_section() {
     let version = PolicyMetadata::load().version().to_string();
     let docs = read(RUNBOOKS);
     let mut defined = BTreeSet::new();
-    for rule in alert_rules() {
-        let alert = str_at(&rule, "/alert", RULES).to_string();
-        let expected = format!(
-            "{source}/blob/v{version}/{RUNBOOKS}#{}",
-            alert.to_lowercase()
-        );
-        assert_eq!(
-            rule.pointer("/annotations/runbook_url")
-                .and_then(Value::as_str),
-            Some(expected.as_str()),
-            "{RULES} alert {alert}: runbook_url"
-        );
-        assert!(
-            docs.lines().any(|line| line == format!("### {alert}")),
-            "{RUNBOOKS} has no section `### {alert}` for the alert's runbook"
-        );
-        defined.insert(alert);
+    for file in std::iter::once(RULES).chain(SYLVA_RULES) {
+        for rule in alert_rules_of(file) {
+            let alert = str_at(&rule, "/alert", file).to_string();
+            let expected = format!(
+                "{source}/blob/v{version}/{RUNBOOKS}#{}",
+                alert.to_lowercase()
+            );
+            assert_eq!(
+                rule.pointer("/annotations/runbook_url")
+                    .and_then(Value::as_str),
+                Some(expected.as_str()),
+                "{file} alert {alert}: runbook_url"
+            );
+            assert!(
+                docs.lines().any(|line| line == format!("### {alert}")),
+                "{RUNBOOKS} has no section `### {alert}` for the alert's runbook"
+            );
+            defined.insert(alert);
+        }
     }
     let name = Regex::new(r"CapiTemplate[A-Za-z]+").expect("a regex");
-    for doc in ["docs/cleanup.md", RUNBOOKS] {
+    for doc in ["docs/cleanup.md", RUNBOOKS, "README.md"] {
         for found in name.find_iter(&read(doc)) {
             assert!(
                 defined.contains(found.as_str()),
-                "{doc} names the alert {}, which {RULES} does not define ({defined:?})",
+                "{doc} names the alert {}, which no rule file defines ({defined:?})",
                 found.as_str()
             );
         }

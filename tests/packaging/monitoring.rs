@@ -27,7 +27,11 @@ fn the_kustomization_holds_the_rule_the_scrape_target_and_the_component() {
     let kustomization = yaml_file(KUSTOMIZATION);
     assert_eq!(
         strings(&kustomization["resources"], KUSTOMIZATION),
-        ["../placement", "prometheus-rule.yaml", "service-monitor.yaml"]
+        [
+            "../placement",
+            "prometheus-rule.yaml",
+            "service-monitor.yaml"
+        ]
     );
     assert_eq!(
         strings(&kustomization["components"], KUSTOMIZATION),
@@ -161,21 +165,33 @@ fn the_alerts_and_the_scrape_target_follow_the_placement(
         let mut kinds: Vec<&str> = built.iter().filter_map(|d| d["kind"].as_str()).collect();
         kinds.sort();
         assert_eq!(kinds, ["PrometheusRule", "ServiceMonitor"], "{what}");
-        let rule = built.iter().find(|d| d["kind"] == "PrometheusRule").unwrap();
+        let rule = built
+            .iter()
+            .find(|d| d["kind"] == "PrometheusRule")
+            .unwrap();
         assert_eq!(rule["metadata"]["namespace"], namespace, "{what}: the rule");
         let placement = seq_at(rule, "/spec/groups", &what)
             .iter()
             .find(|g| g["name"] == "capi-template-guard-placement")
             .and_then(|g| g["rules"].get(0))
             .unwrap_or_else(|| panic!("{what}: no placement series"));
-        assert_eq!(placement["record"], "capi_template_guard:placement", "{what}");
+        assert_eq!(
+            placement["record"], "capi_template_guard:placement",
+            "{what}"
+        );
         assert_eq!(
             placement["labels"],
             serde_json::json!({"namespace": namespace, "policy_server": server}),
             "{what}: the placement series"
         );
-        let monitor = built.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
-        assert_eq!(monitor["metadata"]["namespace"], namespace, "{what}: the ServiceMonitor");
+        let monitor = built
+            .iter()
+            .find(|d| d["kind"] == "ServiceMonitor")
+            .unwrap();
+        assert_eq!(
+            monitor["metadata"]["namespace"], namespace,
+            "{what}: the ServiceMonitor"
+        );
         assert_eq!(
             strings(&monitor["spec"]["namespaceSelector"]["matchNames"], &what),
             [namespace],
@@ -199,5 +215,8 @@ fn the_placement_series_holds_the_placement_objects_values() {
     let labels = &groups[0]["rules"][0]["labels"];
     assert_eq!(labels["namespace"], placement["data"]["namespace"]);
     assert_eq!(labels["policy_server"], placement["data"]["policyServer"]);
-    assert_eq!(rule["metadata"]["namespace"], placement["data"]["namespace"]);
+    assert_eq!(
+        rule["metadata"]["namespace"],
+        placement["data"]["namespace"]
+    );
 }
