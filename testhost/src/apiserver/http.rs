@@ -279,11 +279,19 @@ impl Front {
 
     fn resources(&self, api_version: &str, kinds: &BTreeSet<String>) -> Value {
         let api = lock(&self.api);
-        let resources: Vec<Value> = kinds.iter().map(|kind| json!({
-            "name": kube::plural(kind), "singularName": kind.to_lowercase(), "kind": kind,
-            "namespaced": api.namespaced(api_version, kind),
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-        })).collect();
+        let resources: Vec<Value> = kinds.iter().map(|kind| {
+            let mut resource = json!({
+                "name": kube::plural(kind), "singularName": kind.to_lowercase(), "kind": kind,
+                "namespaced": api.namespaced(api_version, kind),
+                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            });
+            let short = kube::short_names(kind);
+            if !short.is_empty() {
+                // left out when empty, as Go's `omitempty` does
+                resource["shortNames"] = json!(short);
+            }
+            resource
+        }).collect();
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": api_version, "resources": resources})
     }
 
@@ -446,6 +454,13 @@ pub(super) mod tests {
         assert_eq!(list["resources"][0]["name"], "clusteradmissionpolicies");
         assert_eq!(list["resources"][0]["namespaced"], false);
         assert_eq!(get(&front(&[]), "/apis/nothing.io/v1").0, 404);
+        let Reply(_, infra, _) = get(&front(&[]), "/apis/infrastructure.cluster.x-k8s.io/v1beta1");
+        let m3mt = infra["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "Metal3MachineTemplate");
+        assert_eq!(m3mt.map(|r| &r["shortNames"]), Some(&json!(["m3mt"])));
         let mut versions = ["v1beta1", "v1", "v1alpha2", "v2", "v1beta2"];
         versions.sort_by_key(|v| kube::priority(v));
         assert_eq!(versions, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha2"]);

@@ -74,6 +74,17 @@ pub fn list_answer(
     })
 }
 
+/// The short names a provider's CRD gives a kind (`spec.names.shortNames`), which kube-apiserver
+/// serves in discovery and kubectl resolves (`kubectl delete m3mt`, as Sylva's
+/// refresh-metal3machinetemplates runs it): CAPM3's
+/// `config/crd/bases/infrastructure.cluster.x-k8s.io_metal3machinetemplates.yaml`.
+pub fn short_names(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "Metal3MachineTemplate" => &["m3mt"],
+        _ => &[],
+    }
+}
+
 pub const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
 pub const CRD_KIND: &str = "CustomResourceDefinition";
 

@@ -109,14 +109,21 @@ fn selects(selector: &Value, labels: &Value) -> bool {
     labels_match && expressions_match
 }
 
-/// A matchCondition's CEL expression over `request` (the variable kube-apiserver names
-/// `request`); it must give a bool.
+/// A matchCondition's CEL expression over the variables kube-apiserver binds
+/// (`pkg/admission/plugin/cel`: `CreateAdmissionRequest` and the activation): `object` and
+/// `oldObject` (null when absent: a DELETE has no `object`), and `request`, the AdmissionRequest
+/// without them. It must give a bool.
 fn evaluate(expression: &str, request: &Value) -> Result<bool, String> {
     let program = Program::compile(expression).map_err(|e| format!("{e}"))?;
     let mut context = Context::default();
-    context
-        .add_variable("request", request)
-        .map_err(|e| format!("{e}"))?;
+    let mut request = request.clone();
+    let mut take = |key| request.as_object_mut().and_then(|r| r.remove(key));
+    let objects = ["object", "oldObject"].map(|key| (key, take(key).unwrap_or(Value::Null)));
+    for (name, value) in objects.into_iter().chain([("request", request)]) {
+        context
+            .add_variable(name, value)
+            .map_err(|e| format!("{e}"))?;
+    }
     match program.execute(&context) {
         Ok(Cel::Bool(b)) => Ok(b),
         Ok(other) => Err(format!("the expression gives {other:?}, not a bool")),
@@ -169,5 +176,35 @@ mod tests {
         let mut other = hook(json!([]));
         other["webhooks"][0]["rules"][0]["operations"] = json!(["CREATE"]);
         assert!(matches!(by(job, "edge", &other), Call::Skip(why) if why.contains("no rule")));
+    }
+
+    /// The main guard's break-glass condition (examples/guard) reads `oldObject`, which a DELETE's
+    /// `request` variable does not hold.
+    #[test]
+    fn conditions_read_the_old_object_beside_the_request() {
+        let glass = "!has(oldObject.metadata.annotations) || !('capi-template-guard.kubewarden.io/break-glass' in oldObject.metadata.annotations) || oldObject.metadata.annotations['capi-template-guard.kubewarden.io/break-glass'] != 'true'";
+        let conditions = |e: &str| hook(json!([{"name": "c", "expression": e}]));
+        let target = (
+            "infrastructure.cluster.x-k8s.io",
+            "v1beta1",
+            "metal3machinetemplates",
+        );
+        let labels = json!({"kubernetes.io/metadata.name": "edge"});
+        let call_on = |hook: &Value, annotations: Value| {
+            let request = json!({"userInfo": {"username": "u"}, "namespace": "edge",
+                "object": null, "oldObject": {"metadata": {"name": "t", "annotations": annotations}}});
+            call(&[hook], "w", target, &labels, &request)
+        };
+        let (glass, annotated) = (
+            conditions(glass),
+            json!({"capi-template-guard.kubewarden.io/break-glass": "true"}),
+        );
+        assert_eq!(
+            call_on(&glass, json!({"meta.helm.sh/release-name": "cluster"})),
+            Call::Judge
+        );
+        assert!(matches!(call_on(&glass, annotated), Call::Skip(_)));
+        let hidden = conditions("has(request.oldObject) || has(request.object) || object != null");
+        assert!(matches!(call_on(&hidden, json!({})), Call::Skip(_)));
     }
 }
