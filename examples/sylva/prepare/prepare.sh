@@ -47,6 +47,10 @@ if [ "${REFRESH_METAL3_TEMPLATES:-false}" != true ]; then
   exit 0
 fi
 
+# Where the release, its manifest and the templates wanted are written: TMPDIR, /tmp when unset
+# (as in the Job; e2e.sh sets it).
+work=${TMPDIR:-/tmp}
+
 # The deployed revision of the release, from Helm's storage: the Secret's data.release is base64
 # of gzip of the release JSON, and the API server base64-encodes Secret data once more.
 secrets=$(kubectl -n "$ns" get secret -l "owner=helm,name=$release,status=deployed" -o jsonpath='{.items[*].metadata.name}')
@@ -56,10 +60,17 @@ if [ "$#" -ne 1 ]; then
   echo "expected one deployed revision of Helm release $ns/$release, found $#: ${secrets:-none}" >&2
   exit 1
 fi
-kubectl -n "$ns" get secret "$1" -o jsonpath='{.data.release}' | base64 -d | base64 -d | gzip -d |
-  jq -r .manifest >/tmp/manifest.yaml
-kubectl create --dry-run=client -o json -f /tmp/manifest.yaml |
-  jq -c '(.items // [.])[] | select(.kind == "Metal3MachineTemplate")' >/tmp/wanted.json
+# sh has no pipefail: each command whose failure matters writes a file (or ends its pipeline, as
+# gzip does, which refuses what is not whole gzip), so that `set -e` stops the Job there instead of
+# refreshing nothing from an empty manifest.
+kubectl -n "$ns" get secret "$1" -o jsonpath='{.data.release}' >"$work/release.b64"
+base64 -d "$work/release.b64" | base64 -d | gzip -d >"$work/release.json"
+jq -r .manifest "$work/release.json" >"$work/manifest.yaml"
+# kubectl only parses the manifest into objects here; --validate=false spares it the download of the
+# API server's OpenAPI document, which client-side validation needs (the release's objects are
+# installed already).
+kubectl create --dry-run=client --validate=false -o json -f "$work/manifest.yaml" >"$work/rendered.json"
+jq -c '(.items // [.])[] | select(.kind == "Metal3MachineTemplate")' "$work/rendered.json" >"$work/wanted.json"
 
 refreshed=0
 while read -r wanted; do
@@ -76,5 +87,5 @@ while read -r wanted; do
     kubectl -n "$ns" patch metal3machinetemplate "$name" --type merge -p "$patch"
     refreshed=$((refreshed + 1))
   fi
-done </tmp/wanted.json
-echo "Metal3MachineTemplates of release $ns/$release refreshed in place: $refreshed of $(wc -l </tmp/wanted.json)"
+done <"$work/wanted.json"
+echo "Metal3MachineTemplates of release $ns/$release refreshed in place: $refreshed of $(wc -l <"$work/wanted.json")"
