@@ -223,6 +223,14 @@ cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 	cargo build -p template-cleanup --locked
 	template-cleanup/tests/e2e.sh
 
+# What replaces Sylva's refresh-metal3machinetemplates, end to end with no cluster: with the main
+# guard active in `testhost apiserver`, Sylva's `kubectl delete m3mt --all` is refused, and
+# examples/sylva/prepare/prepare.sh refreshes the templates in place with no DELETE
+# (examples/sylva/prepare/e2e.sh; needs kubectl, curl, jq, base64 and gzip). Prints TAP lines.
+.PHONY: sylva-e2e
+sylva-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
+	examples/sylva/prepare/e2e.sh
+
 # template-cleanup's peak resident memory over 10,000 labelled 48 KiB templates, 5,000 Helm
 # release Secrets and three hostile releases (template-cleanup/tests/bench.sh; N=... to change
 # the count). Not part of `make test`: it serves about 600 MiB of state and takes minutes.
@@ -301,9 +309,9 @@ cleanup-image:
 
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
 # the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end, the
-# SBOM's scan and the workflows' lint.
+# Sylva refresh's end to end, the SBOM's scan and the workflows' lint.
 .PHONY: test
-test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sbom-test workflow-lint
+test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sbom-test workflow-lint
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.
