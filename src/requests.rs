@@ -13,7 +13,7 @@ use crate::host::{classify, Host};
 use crate::list_reader::{read_list, Kinded};
 use guard::capi::Object;
 use guard::catalogue::Resource;
-use guard::error::{Failure, Lookup, LookupError, Scanned};
+use guard::error::{Failure, Lookup, LookupError, ScanTarget};
 
 /// Keeps the host's text short and stable: its first line (a cause chain or a backtrace may
 /// follow), at most 300 characters.
@@ -149,7 +149,7 @@ pub fn may_list(
     namespace: &str,
 ) -> Result<(), LookupError> {
     let request = can_i_list(user, api_version, plural, namespace);
-    let lookup = Lookup::Scan(Box::new(Scanned {
+    let lookup = Lookup::Scan(Box::new(ScanTarget {
         api_version: api_version.to_string(),
         kind: kind.to_string(),
         plural: plural.to_string(),
@@ -281,7 +281,7 @@ pub fn list_scanned(
         field_masks: Some(masks),
     };
     let answer = host.list_resources_by_namespace(&request);
-    let lookup = Lookup::Scan(Box::new(Scanned {
+    let lookup = Lookup::Scan(Box::new(ScanTarget {
         api_version: request.api_version,
         kind: request.kind,
         plural: plural.to_string(),

@@ -112,12 +112,12 @@ pub enum Lookup {
     },
     /// A list of a kind the catalogue does not know whole, scanned for references (boxed: its
     /// names are strings from the CRD, and every `Result` carries a `Lookup`).
-    Scan(Box<Scanned>),
+    Scan(Box<ScanTarget>),
 }
 
-/// What a scan listed: names from the kind's CRD.
+/// The kind a scan lists, named from its CRD (what a failed scan names).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scanned {
+pub struct ScanTarget {
     pub api_version: String,
     pub kind: String,
     pub plural: String,
