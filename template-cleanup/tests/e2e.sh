@@ -20,7 +20,9 @@ trap 'stop; rm -rf "$T"' EXIT
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
 # template-cleanup's guard as kustomize builds it: the main guard with the clean-up's patch
-kubectl kustomize examples/cleanup/guard | "$JQ" --from yaml -c 'select(.kind == "ClusterAdmissionPolicy")' >"$T/guard.json"
+# (YAML to JSON with kubectl's local patch, which changes nothing: jq reads no YAML)
+kubectl kustomize examples/cleanup/guard | kubectl patch --local -f - --type merge -p '{}' -o json |
+  "$JQ" -c 'select(.kind == "ClusterAdmissionPolicy")' >"$T/guard.json"
 
 # state EDIT: writes state.json: the guard and its ValidatingWebhookConfiguration as
 # kubewarden-controller v1.36.0-beta.1 writes it (internal/controller/policy_subreconciler_webhook.go:
