@@ -12,7 +12,7 @@ use template_cleanup_core::answer::{
 };
 use template_cleanup_core::preflight::{
     check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
-    rule_groups, webhook_configuration_name, Served, Webhook,
+    rule_groups, webhook_configuration_name, Check, Refusal, Served, Webhook,
 };
 use template_cleanup_core::probe::{Named, Referrers, Verdict};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
@@ -269,13 +269,13 @@ fn classify_delete(
 }
 
 /// The guard's ClusterAdmissionPolicy and ValidatingWebhookConfiguration, read and checked:
-/// before the first DELETE and at every re-check. `context` opens the message of a webhook that
-/// cannot be read; `uid` gets the policy's, when it has one. The guard's settings come back read
+/// before the first DELETE and at every re-check. A webhook that cannot be read fails `check`
+/// when one is given (the pre-flight), or gives the bare reason (a re-check); `uid` gets the policy's, when it has one. The guard's settings come back read
 /// as the guard reads them.
 async fn read_policy_and_webhook(
     cluster: &Cluster,
     name: &str,
-    context: &str,
+    check: Option<Check>,
     uid: &mut Option<String>,
 ) -> Result<(Webhook, Settings), String> {
     let policy = cluster
@@ -290,7 +290,12 @@ async fn read_policy_and_webhook(
         .get_cluster_object(&validating_webhook_configuration(), &configuration)
         .await
         .map_err(|e| {
-            format!("{context}cannot read the ValidatingWebhookConfiguration {configuration}: {e}.")
+            let message =
+                format!("cannot read the ValidatingWebhookConfiguration {configuration}: {e}.");
+            match check {
+                Some(check) => Refusal { check, message }.to_string(),
+                None => message,
+            }
         })?;
     let webhook = check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())?;
     Ok((webhook, settings))
@@ -299,7 +304,7 @@ async fn read_policy_and_webhook(
 /// The pre-flight's reads and checks again, and the probe, trying the last proof's template
 /// first. Any difference from what the pass began with is a change.
 async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
-    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, "", &mut None).await?;
+    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, None, &mut None).await?;
     let configuration = webhook_configuration_name(&o.policy);
     if webhook != checked.webhook {
         return Err(format!(
@@ -331,8 +336,8 @@ async fn prepare(
         format!("cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {e}. Without it the pass cannot know which policy judges its DELETEs.")
     })?;
     // the namespaces the guard's webhook never sees, from the webhook itself
-    let preflight = "pre-flight check `the guard's webhook is installed` failed: ";
-    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, preflight, uid).await?;
+    let installed = Some(Check::WebhookInstalled);
+    let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, installed, uid).await?;
     check_caller(&o.policy, &webhook, &username).map_err(|r| r.to_string())?;
     let mut groups = rule_groups(&webhook);
     groups.push(guard::catalogue::CAPI_GROUP.to_string());

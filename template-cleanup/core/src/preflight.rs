@@ -16,10 +16,91 @@ use serde_json::Value;
 
 use crate::ServedKind;
 
-/// Why the pre-flight refused: the check's name and a sentence for the operator.
+/// The pre-flight's checks, in the order a pass runs them; docs/cleanup.md lists each by name
+/// (`the_docs_list_every_check` in core/tests/preflight.rs). Adding one is a variant, its name,
+/// and the place that refuses with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The caller is the service account the guard's matchCondition selects.
+    JudgesThisCaller,
+    /// The guard's ClusterAdmissionPolicy exists.
+    GuardExists,
+    /// `spec.mode` is protect (its default): monitor mode allows every DELETE.
+    SpecModeIsProtect,
+    /// `status.mode` is protect: the mode the policy server runs.
+    StatusModeIsProtect,
+    /// `status.policyStatus` is active: the webhook is in place.
+    PolicyStatusIsActive,
+    /// Condition `PolicyActive` is True: the webhook has been created.
+    PolicyActive,
+    /// Condition `PolicyUniquelyReachable` is True: no older policy server pod answers.
+    PolicyUniquelyReachable,
+    /// The guard's settings read as the guard reads them.
+    SettingsAreValid,
+    /// `failOpenOnLookupError` is not set: a failed lookup refuses the DELETE.
+    FailOpenNotSet,
+    /// The webhook's `failurePolicy` is Fail (its default).
+    FailurePolicyIsFail,
+    /// No matchCondition but template-cleanup's own lets a template DELETE skip the guard.
+    NoExemptingCondition,
+    /// The ValidatingWebhookConfiguration exists and holds the guard's webhook.
+    WebhookInstalled,
+    /// No selector leaves a template outside the guard, bar the controller's namespace.
+    SeesEveryTemplate,
+    /// The rules send the DELETE of every kind the pass would delete, and of every template kind
+    /// they name.
+    RulesCoverDelete,
+}
+
+impl Check {
+    pub const ALL: [Check; 14] = [
+        Check::JudgesThisCaller,
+        Check::GuardExists,
+        Check::SpecModeIsProtect,
+        Check::StatusModeIsProtect,
+        Check::PolicyStatusIsActive,
+        Check::PolicyActive,
+        Check::PolicyUniquelyReachable,
+        Check::SettingsAreValid,
+        Check::FailOpenNotSet,
+        Check::FailurePolicyIsFail,
+        Check::NoExemptingCondition,
+        Check::WebhookInstalled,
+        Check::SeesEveryTemplate,
+        Check::RulesCoverDelete,
+    ];
+
+    /// The name messages, Events and docs give the check.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::JudgesThisCaller => "the guard judges this caller",
+            Check::GuardExists => "guard exists",
+            Check::SpecModeIsProtect => "spec.mode is protect",
+            Check::StatusModeIsProtect => "status.mode is protect",
+            Check::PolicyStatusIsActive => "status.policyStatus is active",
+            Check::PolicyActive => "condition PolicyActive is True",
+            Check::PolicyUniquelyReachable => "condition PolicyUniquelyReachable is True",
+            Check::SettingsAreValid => "settings are valid",
+            Check::FailOpenNotSet => "failOpenOnLookupError is not set",
+            Check::FailurePolicyIsFail => "failurePolicy is Fail",
+            Check::NoExemptingCondition => "no matchCondition exempts a template DELETE",
+            Check::WebhookInstalled => "the guard's webhook is installed",
+            Check::SeesEveryTemplate => "the guard sees every template",
+            Check::RulesCoverDelete => "rules cover DELETE",
+        }
+    }
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why the pre-flight refused: the check and a sentence for the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    pub check: &'static str,
+    pub check: Check,
     pub message: String,
 }
 
@@ -33,7 +114,7 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-fn refuse(check: &'static str, message: String) -> Refusal {
+fn refuse(check: Check, message: String) -> Refusal {
     Refusal { check, message }
 }
 
@@ -114,7 +195,7 @@ fn narrows(selector: Option<&Value>) -> bool {
 /// One field the pre-flight compares: where it is, the value its owner defaults it to when
 /// absent, the value template-cleanup needs, and why.
 struct FieldCheck {
-    check: &'static str,
+    check: Check,
     field: &'static str,
     pointer: &'static str,
     default: &'static str,
@@ -130,7 +211,7 @@ struct FieldCheck {
 /// state, which is why the conditions and the probe follow.
 const POLICY_FIELDS: [FieldCheck; 3] = [
     FieldCheck {
-        check: "spec.mode is protect",
+        check: Check::SpecModeIsProtect,
         field: "spec.mode",
         pointer: "/spec/mode",
         default: "protect",
@@ -138,7 +219,7 @@ const POLICY_FIELDS: [FieldCheck; 3] = [
         why: "a policy in monitor mode allows every DELETE and only logs.",
     },
     FieldCheck {
-        check: "status.mode is protect",
+        check: Check::StatusModeIsProtect,
         field: "status.mode",
         pointer: "/status/mode",
         default: "",
@@ -146,7 +227,7 @@ const POLICY_FIELDS: [FieldCheck; 3] = [
         why: "the policy server's configuration may still run the policy in monitor mode.",
     },
     FieldCheck {
-        check: "status.policyStatus is active",
+        check: Check::PolicyStatusIsActive,
         field: "status.policyStatus",
         pointer: "/status/policyStatus",
         default: "",
@@ -158,7 +239,7 @@ const POLICY_FIELDS: [FieldCheck; 3] = [
 /// The webhook's fields. kube-apiserver defaults `failurePolicy` to Fail
 /// (k8s.io/api `admissionregistration/v1/types.go`, `ValidatingWebhook.FailurePolicy`).
 const WEBHOOK_FIELDS: [FieldCheck; 1] = [FieldCheck {
-    check: "failurePolicy is Fail",
+    check: Check::FailurePolicyIsFail,
     field: "failurePolicy",
     pointer: "/failurePolicy",
     default: "Fail",
@@ -188,15 +269,15 @@ fn check_fields(object: &Value, what: &str, checks: &[FieldCheck]) -> Result<(),
 /// `False` while a new ReplicaSet of the policy server rolls out (lines 107-118): the old pods
 /// still answer, with the old configuration (monitor mode, or fewer rules), and the webhook keeps
 /// its old rules until the rollout ends.
-const CONDITIONS: [(&str, &str, &str); 2] = [
+const CONDITIONS: [(&str, Check, &str); 2] = [
     (
         "PolicyActive",
-        "condition PolicyActive is True",
+        Check::PolicyActive,
         "its webhook has not been created.",
     ),
     (
         "PolicyUniquelyReachable",
-        "condition PolicyUniquelyReachable is True",
+        Check::PolicyUniquelyReachable,
         "not every pod of its policy server belongs to the latest ReplicaSet: either a rollout is in progress, and the old pods may still answer with an older configuration of the policy (monitor mode, fewer rules), or, with no rollout, an evicted or failed policy-server pod keeps it False until the pod is garbage-collected. See which: kubectl -n kubewarden get pods -o wide (the controller's namespace) lists the policy-server pods and their status; delete a pod left Evicted or Failed (kubectl -n kubewarden delete pod <pod>), or wait for the rollout: kubectl wait --for=condition=PolicyUniquelyReachable clusteradmissionpolicy/<name>.",
     ),
 ];
@@ -208,7 +289,7 @@ const CONDITIONS: [(&str, &str, &str); 2] = [
 pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refusal> {
     let Some(policy) = policy else {
         return Err(refuse(
-            "guard exists",
+            Check::GuardExists,
             format!(
                 "the ClusterAdmissionPolicy {name} does not exist, so no DELETE would be judged."
             ),
@@ -242,7 +323,7 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refu
         .unwrap_or(Value::Null);
     let settings = guard::settings::parse_and_validate(raw).map_err(|e| {
         refuse(
-            "settings are valid",
+            Check::SettingsAreValid,
             format!(
                 "{what} has settings the guard refuses: {}. Fix them in its spec.settings.",
                 guard::message::describe(&e)
@@ -251,7 +332,7 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refu
     })?;
     if settings.fail_open_on_lookup_error {
         return Err(refuse(
-            "failOpenOnLookupError is not set",
+            Check::FailOpenNotSet,
             format!("{what} sets failOpenOnLookupError: a failed lookup would let a template in use be deleted."),
         ));
     }
@@ -312,7 +393,7 @@ fn harmless(condition: &Value) -> bool {
 /// lines 37-63).
 pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Refusal> {
     let configuration = webhook_configuration_name(name);
-    let installed = "the guard's webhook is installed";
+    let installed = Check::WebhookInstalled;
     let Some(webhook) = webhook else {
         return Err(refuse(
             installed,
@@ -338,11 +419,11 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
         .map_or(&[][..], Vec::as_slice);
     if let Some(exempting) = conditions.iter().find(|c| !harmless(c)) {
         return Err(refuse(
-            "no matchCondition exempts a template DELETE",
+            Check::NoExemptingCondition,
             format!("{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give template-cleanup a policy whose only condition is {:?} (examples/cleanup).", SELECTS_THE_CLEANUP.0),
         ));
     }
-    let sees_every = "the guard sees every template";
+    let sees_every = Check::SeesEveryTemplate;
     if narrows(hook.get("objectSelector")) {
         return Err(refuse(
             sees_every,
@@ -391,7 +472,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
         .get("rules")
         .and_then(Value::as_array)
         .filter(|rules| !rules.is_empty())
-        .ok_or_else(|| refuse("rules cover DELETE", format!("{what} has no rules.")))?;
+        .ok_or_else(|| refuse(Check::RulesCoverDelete, format!("{what} has no rules.")))?;
     let rules = rules
         .iter()
         .enumerate()
@@ -414,7 +495,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
             })
         })
         .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| refuse("rules cover DELETE", format!("{what}: {e}")))?;
+        .map_err(|e| refuse(Check::RulesCoverDelete, format!("{what}: {e}")))?;
     Ok(Webhook {
         rules,
         unseen,
@@ -438,7 +519,7 @@ pub fn check_coverage(webhook: &Webhook, kinds: &[ServedKind]) -> Result<(), Ref
         Ok(())
     } else {
         Err(refuse(
-            "rules cover DELETE",
+            Check::RulesCoverDelete,
             format!(
                 "the guard's rules do not send the DELETE of {} to it.",
                 missing.join(", ")
@@ -466,7 +547,7 @@ pub fn check_caller(name: &str, webhook: &Webhook, username: &str) -> Result<(),
         return Ok(());
     }
     Err(refuse(
-        "the guard judges this caller",
+        Check::JudgesThisCaller,
         format!(
             "the API server says this job runs as {username:?} (SelfSubjectReview), but the guard {name} judges only DELETEs by a service account named {CLEANUP_ACCOUNT} (its matchCondition {:?}). The DELETEs of {username:?} would be judged by another policy (the main guard, through its matchCondition \"not-capi-template-cleanup\"), if by any, and this pass has checked nothing about that one. Run template-cleanup as the service account {CLEANUP_ACCOUNT} (the CronJob of examples/cleanup; by hand: kubectl create job --from=cronjob/capi-template-cleanup).",
             SELECTS_THE_CLEANUP.0
@@ -507,7 +588,7 @@ pub fn check_named_coverage(webhook: &Webhook, served: &[Served]) -> Result<(), 
         return Ok(());
     }
     Err(refuse(
-        "rules cover DELETE",
+        Check::RulesCoverDelete,
         format!(
             "the guard's rules name {} but send no DELETE of them to it (operations, apiVersions or scope), so the pass would collect none of them and read as a success. Add DELETE to those rules of the guard's ClusterAdmissionPolicy, as examples/cleanup/guard ships them.",
             missing.join(", ")

@@ -6,7 +6,7 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::{classify, webhook_unreachable, ErrorStatus, TemplateOutcome};
 use template_cleanup_core::preflight::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups, Served, Webhook,
+    check_coverage, check_policy, check_webhook, collectable, rule_groups, Check, Served, Webhook,
     SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::probe::{
@@ -52,42 +52,39 @@ fn condition(kind: &str, status: Option<&str>) -> Value {
     p["spec"].as_object_mut().unwrap().remove("mode");
     p
 }), None)]
-#[case::missing(None, Some("guard exists"))]
-#[case::monitor_mode(Some(with(good_policy(), "/spec/mode", json!("monitor"))), Some("spec.mode is protect"))]
-#[case::monitor_on_the_server(Some(with(good_policy(), "/status/mode", json!("monitor"))), Some("status.mode is protect"))]
-#[case::no_status_yet(Some(with(good_policy(), "/status", json!({}))), Some("status.mode is protect"))]
-#[case::scheduled_its_server_gone(Some(with(good_policy(), "/status/policyStatus", json!("scheduled"))), Some("status.policyStatus is active"))]
-#[case::pending(Some(with(good_policy(), "/status/policyStatus", json!("pending"))), Some("status.policyStatus is active"))]
+#[case::missing(None, Some(Check::GuardExists))]
+#[case::monitor_mode(Some(with(good_policy(), "/spec/mode", json!("monitor"))), Some(Check::SpecModeIsProtect))]
+#[case::monitor_on_the_server(Some(with(good_policy(), "/status/mode", json!("monitor"))), Some(Check::StatusModeIsProtect))]
+#[case::no_status_yet(Some(with(good_policy(), "/status", json!({}))), Some(Check::StatusModeIsProtect))]
+#[case::scheduled_its_server_gone(Some(with(good_policy(), "/status/policyStatus", json!("scheduled"))), Some(Check::PolicyStatusIsActive))]
+#[case::pending(Some(with(good_policy(), "/status/policyStatus", json!("pending"))), Some(Check::PolicyStatusIsActive))]
 #[case::webhook_not_created(
     Some(condition("PolicyActive", Some("False"))),
-    Some("condition PolicyActive is True")
+    Some(Check::PolicyActive)
 )]
-#[case::no_active_condition(
-    Some(condition("PolicyActive", None)),
-    Some("condition PolicyActive is True")
-)]
+#[case::no_active_condition(Some(condition("PolicyActive", None)), Some(Check::PolicyActive))]
 #[case::rolling_out(
     Some(condition("PolicyUniquelyReachable", Some("False"))),
-    Some("condition PolicyUniquelyReachable is True")
+    Some(Check::PolicyUniquelyReachable)
 )]
 #[case::reachability_unknown(
     Some(condition("PolicyUniquelyReachable", Some("Unknown"))),
-    Some("condition PolicyUniquelyReachable is True")
+    Some(Check::PolicyUniquelyReachable)
 )]
 #[case::no_reachable_condition(
     Some(condition("PolicyUniquelyReachable", None)),
-    Some("condition PolicyUniquelyReachable is True")
+    Some(Check::PolicyUniquelyReachable)
 )]
 #[case::configuration_out_of_date_is_not_checked(
     Some(condition("PolicyServerConfigurationUpToDate", Some("False"))),
     None
 )]
-#[case::fail_open(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(true))), Some("failOpenOnLookupError is not set"))]
+#[case::fail_open(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(true))), Some(Check::FailOpenNotSet))]
 // The guard's own settings reader refuses a string here, so the probe could not decide with them.
-#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some("settings are valid"))]
-#[case::settings_the_guard_refuses(Some(with(good_policy(), "/spec/settings/countScaledDownMachineSets", json!(3))), Some("settings are valid"))]
+#[case::fail_open_as_a_string(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!("true"))), Some(Check::SettingsAreValid))]
+#[case::settings_the_guard_refuses(Some(with(good_policy(), "/spec/settings/countScaledDownMachineSets", json!(3))), Some(Check::SettingsAreValid))]
 #[case::fail_open_false(Some(with(good_policy(), "/spec/settings/failOpenOnLookupError", json!(false))), None)]
-fn pre_flight_on_the_policy(#[case] policy: Option<Value>, #[case] refused_by: Option<&str>) {
+fn pre_flight_on_the_policy(#[case] policy: Option<Value>, #[case] refused_by: Option<Check>) {
     match (
         refused_by,
         check_policy("capi-template-guard-cleanup", policy.as_ref()),
@@ -177,30 +174,27 @@ fn not_in(values: Value) -> Value {
 #[case::failure_policy_absent_is_fail(Some(hook_with(|h| { h.as_object_mut().unwrap().remove("failurePolicy"); })), Ok(vec!["kubewarden"]))]
 #[case::no_match_conditions(Some(hook_with(|h| { h.as_object_mut().unwrap().remove("matchConditions"); })), Ok(vec!["kubewarden"]))]
 #[case::the_cleanups_condition_rewrapped(Some(hook_with(|h| h["matchConditions"][0]["expression"] = json!(SELECTS_THE_CLEANUP.1.replace(" && ", "\n  &&  ")))), Ok(vec!["kubewarden"]))]
-#[case::missing(None, Err("the guard's webhook is installed"))]
-#[case::no_webhooks(
-    Some(configuration(Value::Null)),
-    Err("the guard's webhook is installed")
-)]
-#[case::another_policys_webhook(Some(configuration(json!([{"name": "clusterwide-h.kubewarden.admission"}]))), Err("the guard's webhook is installed"))]
-#[case::failure_policy_ignore(Some(hook_with(|h| h["failurePolicy"] = json!("Ignore"))), Err("failurePolicy is Fail"))]
-#[case::break_glass(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-break-glass", "expression": "!has(oldObject.metadata.annotations)"}]))), Err("no matchCondition exempts a template DELETE"))]
-#[case::the_main_guards_exclusion(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-capi-template-cleanup", "expression": format!("!({})", SELECTS_THE_CLEANUP.1)}]))), Err("no matchCondition exempts a template DELETE"))]
-#[case::same_expression_other_name(Some(hook_with(|h| h["matchConditions"][0]["name"] = json!("mine"))), Err("no matchCondition exempts a template DELETE"))]
-#[case::a_second_condition(Some(hook_with(|h| h["matchConditions"].as_array_mut().unwrap().push(json!({"name": "x", "expression": "true"})))), Err("no matchCondition exempts a template DELETE"))]
-#[case::object_selector(Some(hook_with(|h| h["objectSelector"] = json!({"matchLabels": {"a": "b"}}))), Err("the guard sees every template"))]
-#[case::another_key(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"])), {"key": "team", "operator": "NotIn", "values": ["x"]}]}))), Err("the guard sees every template"))]
-#[case::in_operator(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]}))), Err("the guard sees every template"))]
-#[case::exists(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}))), Err("the guard sees every template"))]
-#[case::values_not_strings(Some(hook(json!({"matchExpressions": [not_in(json!([1]))]}))), Err("the guard sees every template"))]
-#[case::expressions_not_a_list(Some(hook(json!({"matchExpressions": "x"}))), Err("the guard sees every template"))]
-#[case::match_labels(Some(hook(json!({"matchLabels": {"kubernetes.io/metadata.name": "edge"}}))), Err("the guard sees every template"))]
-#[case::no_rules(Some(hook_with(|h| h["rules"] = json!([]))), Err("rules cover DELETE"))]
-#[case::malformed_rule(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA]}]))), Err("rules cover DELETE"))]
-#[case::scope_not_a_string(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["*"], "operations": ["DELETE"], "scope": 1}]))), Err("rules cover DELETE"))]
+#[case::missing(None, Err(Check::WebhookInstalled))]
+#[case::no_webhooks(Some(configuration(Value::Null)), Err(Check::WebhookInstalled))]
+#[case::another_policys_webhook(Some(configuration(json!([{"name": "clusterwide-h.kubewarden.admission"}]))), Err(Check::WebhookInstalled))]
+#[case::failure_policy_ignore(Some(hook_with(|h| h["failurePolicy"] = json!("Ignore"))), Err(Check::FailurePolicyIsFail))]
+#[case::break_glass(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-break-glass", "expression": "!has(oldObject.metadata.annotations)"}]))), Err(Check::NoExemptingCondition))]
+#[case::the_main_guards_exclusion(Some(hook_with(|h| h["matchConditions"] = json!([{"name": "not-capi-template-cleanup", "expression": format!("!({})", SELECTS_THE_CLEANUP.1)}]))), Err(Check::NoExemptingCondition))]
+#[case::same_expression_other_name(Some(hook_with(|h| h["matchConditions"][0]["name"] = json!("mine"))), Err(Check::NoExemptingCondition))]
+#[case::a_second_condition(Some(hook_with(|h| h["matchConditions"].as_array_mut().unwrap().push(json!({"name": "x", "expression": "true"})))), Err(Check::NoExemptingCondition))]
+#[case::object_selector(Some(hook_with(|h| h["objectSelector"] = json!({"matchLabels": {"a": "b"}}))), Err(Check::SeesEveryTemplate))]
+#[case::another_key(Some(hook(json!({"matchExpressions": [not_in(json!(["kubewarden"])), {"key": "team", "operator": "NotIn", "values": ["x"]}]}))), Err(Check::SeesEveryTemplate))]
+#[case::in_operator(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["edge"]}]}))), Err(Check::SeesEveryTemplate))]
+#[case::exists(Some(hook(json!({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "DoesNotExist"}]}))), Err(Check::SeesEveryTemplate))]
+#[case::values_not_strings(Some(hook(json!({"matchExpressions": [not_in(json!([1]))]}))), Err(Check::SeesEveryTemplate))]
+#[case::expressions_not_a_list(Some(hook(json!({"matchExpressions": "x"}))), Err(Check::SeesEveryTemplate))]
+#[case::match_labels(Some(hook(json!({"matchLabels": {"kubernetes.io/metadata.name": "edge"}}))), Err(Check::SeesEveryTemplate))]
+#[case::no_rules(Some(hook_with(|h| h["rules"] = json!([]))), Err(Check::RulesCoverDelete))]
+#[case::malformed_rule(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA]}]))), Err(Check::RulesCoverDelete))]
+#[case::scope_not_a_string(Some(hook_with(|h| h["rules"] = json!([{"apiGroups": [INFRA], "apiVersions": ["*"], "resources": ["*"], "operations": ["DELETE"], "scope": 1}]))), Err(Check::RulesCoverDelete))]
 fn pre_flight_on_the_live_webhook(
     #[case] webhook: Option<Value>,
-    #[case] expected: Result<Vec<&str>, &str>,
+    #[case] expected: Result<Vec<&str>, Check>,
 ) {
     match (expected, check_webhook("g", webhook.as_ref())) {
         (Ok(unseen), Ok(read)) => {
@@ -699,4 +693,32 @@ fn a_template_being_deleted_is_no_target() {
 #[case::unreachable(Some(refused(500, "InternalError", "Internal error occurred: failed calling webhook", &[])), Probe::NotJudged("500 InternalError: Internal error occurred: failed calling webhook".into()))]
 fn the_probes_answer(#[case] answer: Option<ErrorStatus>, #[case] probe: Probe) {
     assert_eq!(judge("capi-template-guard-cleanup", answer.as_ref()), probe);
+}
+
+/// docs/cleanup.md names every pre-flight check, and no other: a bullet of its pre-flight list
+/// opens with the check's name, and the caller's check (step 1) is named as `check `...``.
+#[test]
+fn the_docs_list_every_check() {
+    let docs = include_str!("../../../docs/cleanup.md");
+    let start = docs
+        .find("**Pre-flight.**")
+        .expect("docs/cleanup.md has a pre-flight section");
+    let end = start
+        + docs[start..]
+            .find("Fields and defaults")
+            .expect("the section ends");
+    let listed = docs[start..end]
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- `"))
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
+    let named = docs
+        .split("check `")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
+    let mut documented: Vec<&str> = listed.chain(named).collect();
+    documented.sort_unstable();
+    documented.dedup();
+    let mut checks: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
+    checks.sort_unstable();
+    assert_eq!(documented, checks);
 }
