@@ -17,7 +17,9 @@
 //! --workspace`, as Kubewarden's reusable workflow runs it on a machine without promtool, does
 //! not run it. Without promtool it fails, saying how to install it.
 
-use serde::Deserialize;
+#[path = "../common/mod.rs"]
+mod common;
+use common::{read_at, root, yaml_documents};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
@@ -39,15 +41,12 @@ const SYLVA_RULES: [(&str, &str); 2] = [
     ),
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
+/// The one YAML document of the file at `path`.
 fn yaml(path: &Path) -> Value {
-    let text =
-        fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    Value::deserialize(yaml_serde::Deserializer::from_str(&text))
-        .unwrap_or_else(|e| panic!("{} does not parse as YAML: {e}", path.display()))
+    let name = path.display().to_string();
+    let mut documents = yaml_documents(&name, &read_at(Path::new("/"), &name));
+    assert_eq!(documents.len(), 1, "{name} holds one YAML document");
+    documents.remove(0)
 }
 
 /// The YAML files of `dir` (under the repository), sorted.
