@@ -8,7 +8,6 @@ use super::*;
 
 const COMPONENT: &str = "examples/cleanup/component/cleanup.yaml";
 const KUSTOMIZATION: &str = "examples/cleanup/component/kustomization.yaml";
-const GUARD: &str = "examples/guard/cluster-admission-policy-guard.yaml";
 
 fn manifests() -> Vec<Value> {
     yaml_documents(COMPONENT, &read(COMPONENT))
@@ -54,34 +53,6 @@ fn granted() -> BTreeMap<(String, String), BTreeSet<String>> {
         }
     }
     out
-}
-
-#[test]
-fn the_job_may_delete_exactly_the_kinds_the_guard_guards() {
-    let guard = yaml_file(GUARD);
-    let mut guarded = BTreeSet::new();
-    for (i, rule) in seq_at(&guard, "/spec/rules", GUARD).iter().enumerate() {
-        let rule = Rule::parse(rule, &format!("{GUARD} spec.rules[{i}]"));
-        for (group, _, resource, _) in rule.tuples() {
-            guarded.insert((group, resource));
-        }
-    }
-    let deletable: BTreeSet<(String, String)> = granted()
-        .into_iter()
-        .filter(|(_, verbs)| verbs.contains("delete"))
-        .map(|(gr, verbs)| {
-            assert_eq!(
-                verbs,
-                ["delete", "get", "list"].map(String::from).into(),
-                "{gr:?}"
-            );
-            gr
-        })
-        .collect();
-    assert_eq!(
-        deletable, guarded,
-        "the ClusterRole's deletable kinds must be the guard's"
-    );
 }
 
 #[test]

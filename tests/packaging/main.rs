@@ -258,20 +258,6 @@ struct ContextAwareResource {
     kind: String,
 }
 
-impl ContextAwareResource {
-    fn group(&self) -> &str {
-        match self.api_version.rsplit_once('/') {
-            Some((group, _)) => group,
-            None => "",
-        }
-    }
-
-    /// The lowercase plural resource name RBAC uses for this kind.
-    fn plural(&self) -> String {
-        plural_of(&self.kind)
-    }
-}
-
 impl std::fmt::Display for ContextAwareResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.api_version, self.kind)
@@ -288,17 +274,4 @@ fn resources(list: &Value, what: &str) -> BTreeSet<ContextAwareResource> {
             kind: str_at(item, "/kind", &format!("{what}[{i}]")).to_string(),
         })
         .collect()
-}
-
-/// The plural resource name of a kind the policy reads, from the policy's own catalogue
-/// (test_data/catalogue.json, kept in sync with guard/src/catalogue/ by a unit test): one pluralizer.
-fn plural_of(kind: &str) -> String {
-    let catalogue: Value = serde_json::from_str(&read("test_data/catalogue.json"))
-        .expect("test_data/catalogue.json is JSON");
-    catalogue[kind]["plural"]
-        .as_str()
-        .unwrap_or_else(|| {
-            panic!("{kind} is not a kind the policy reads (test_data/catalogue.json)")
-        })
-        .to_string()
 }
