@@ -24,29 +24,17 @@ unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 kubectl kustomize examples/cleanup/guard | kubectl patch --local -f - --type merge -p '{}' -o json |
   "$JQ" -c 'select(.kind == "ClusterAdmissionPolicy")' >"$T/guard.json"
 
-# state EDIT: writes state.json: the guard and its ValidatingWebhookConfiguration as
-# kubewarden-controller v1.36.0-beta.1 writes it (internal/controller/policy_subreconciler_webhook.go:
-# the controller's namespace, here `kubewarden`, left out by its namespaceSelector and holding the
-# policy server's service), and `capi`, a Cluster and a MachineDeployment using template in-use,
-# edited by EDIT (a jq filter on {guard, hook, capi}; a deleted one is not in the state), then three
-# labelled templates: in-use and free (created in 2020), young (created now).
+# state EDIT: writes state.json: the guard, active, and its ValidatingWebhookConfiguration as
+# kubewarden-controller writes it (testhost/kubewarden.jq), and `capi`, a Cluster and a
+# MachineDeployment using template in-use, edited by EDIT (a jq filter on {guard, hook, capi}; a
+# deleted one is not in the state), then three labelled templates: in-use and free (created in
+# 2020), young (created now).
+KUBEWARDEN_JQ=$(cat testhost/kubewarden.jq)
 state() {
-  "$JQ" -n --slurpfile guard "$T/guard.json" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '
-    ($guard[0] | .status = {mode: "protect", policyStatus: "active", conditions: [
-        {type: "PolicyActive", status: "True", reason: "PolicyActive", message: "The policy webhook has been created"},
-        {type: "PolicyUniquelyReachable", status: "True", reason: "LatestReplicaSetIsUniquelyReachable",
-         message: "The latest replica set is uniquely reachable"}]}) as $guard
-    | ("clusterwide-" + $guard.metadata.name) as $name
+  "$JQ" -n --slurpfile guard "$T/guard.json" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$KUBEWARDEN_JQ"'
+    ($guard[0] | active_policy) as $guard
     | {guard: $guard,
-       hook: {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
-              metadata: {name: $name},
-              webhooks: [{name: ($name + ".kubewarden.admission"), rules: $guard.spec.rules,
-                          clientConfig: {service: {namespace: "kubewarden", name: "policy-server-default",
-                                                   path: ("/validate/" + $name), port: 8443}},
-                          failurePolicy: "Fail", sideEffects: "None", admissionReviewVersions: ["v1"],
-                          matchConditions: $guard.spec.matchConditions,
-                          namespaceSelector: {matchExpressions: [{key: "kubernetes.io/metadata.name",
-                                                                  operator: "NotIn", values: ["kubewarden"]}]}}]},
+       hook: ($guard | webhook_configuration),
        capi: [{apiVersion: "cluster.x-k8s.io/v1beta1", kind: "Cluster",
                metadata: {name: "edge-a", namespace: "edge"}, spec: {}},
               {apiVersion: "cluster.x-k8s.io/v1beta1", kind: "MachineDeployment",

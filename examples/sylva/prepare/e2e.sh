@@ -173,26 +173,14 @@ release=$(jq -n --arg manifest "$(cat "$T/manifest.yaml")" '{name: "cluster", na
   gzip -c | base64 | tr -d '\n' | base64 | tr -d '\n')
 
 # The state: the guard, active, and its ValidatingWebhookConfiguration as kubewarden-controller
-# v1.36.0-beta.1 writes it (template-cleanup/tests/e2e.sh says where), the namespace, the release
-# Secret, the live objects, and what the controllers made of them: a Machine and its Metal3Machine
-# for each Metal3MachineTemplate, cloned from it.
+# v1.36.0-beta.1 writes it (testhost/kubewarden.jq), the namespace, the release Secret, the live
+# objects, and what the controllers made of them: a Machine and its Metal3Machine for each
+# Metal3MachineTemplate, cloned from it.
 jq -n --slurpfile guard "$T/guard.json" --slurpfile live "$T/live.json" --arg release "$release" --arg ns "$NS" \
-  --arg cp "$CP" --arg md "$MD" --arg image "$BOOTSTRAP_URL" '
-  ($guard[0] | .status = {mode: "protect", policyStatus: "active", conditions: [
-      {type: "PolicyActive", status: "True", reason: "PolicyActive", message: "The policy webhook has been created"},
-      {type: "PolicyUniquelyReachable", status: "True", reason: "LatestReplicaSetIsUniquelyReachable",
-       message: "The latest replica set is uniquely reachable"}]}) as $guard
-  | ("clusterwide-" + $guard.metadata.name) as $name
+  --arg cp "$CP" --arg md "$MD" --arg image "$BOOTSTRAP_URL" "$(cat testhost/kubewarden.jq)"'
+  ($guard[0] | active_policy) as $guard
   | [$guard,
-     {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
-      metadata: {name: $name},
-      webhooks: [{name: ($name + ".kubewarden.admission"), rules: $guard.spec.rules,
-                  clientConfig: {service: {namespace: "kubewarden", name: "policy-server-default",
-                                           path: ("/validate/" + $name), port: 8443}},
-                  failurePolicy: "Fail", sideEffects: "None", admissionReviewVersions: ["v1"],
-                  matchConditions: $guard.spec.matchConditions,
-                  namespaceSelector: {matchExpressions: [{key: "kubernetes.io/metadata.name",
-                                                          operator: "NotIn", values: ["kubewarden"]}]}}]},
+     ($guard | webhook_configuration),
      {apiVersion: "v1", kind: "Namespace", metadata: {name: $ns}},
      {apiVersion: "v1", kind: "Secret", type: "helm.sh/release.v1",
       metadata: {name: "sh.helm.release.v1.cluster.v1", namespace: $ns,
