@@ -10,11 +10,12 @@ use kube::api::ApiResource;
 use template_cleanup_core::answer::{
     classify, not_found_elsewhere, webhook_unreachable, ErrorStatus, TemplateOutcome,
 };
+use template_cleanup_core::delete_decision::{Referrers, Verdict};
 use template_cleanup_core::preflight::{
     check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
     rule_groups, webhook_configuration_name, Check, Refusal, Served, Webhook,
 };
-use template_cleanup_core::probe::{Named, Referrers, Verdict};
+use template_cleanup_core::probe::Named;
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
 use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};

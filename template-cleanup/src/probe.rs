@@ -4,9 +4,10 @@
 use guard::catalogue::CAPI_GROUP;
 use guard::settings::Settings;
 use serde_json::Value;
+use template_cleanup_core::delete_decision::{Referrers, Verdict};
 use template_cleanup_core::preflight::{served_kind, Served};
 use template_cleanup_core::probe::{
-    being_deleted, judge, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    being_deleted, judge, targets, Named, Probe, MACHINE_DEPLOYMENT,
 };
 use template_cleanup_core::ServedKind;
 
@@ -41,7 +42,7 @@ pub struct Scope<'a> {
 /// The probe: tries every template a live MachineDeployment names, in order, until the guard
 /// refuses one. A target is one the guard's own decision keeps, taken over the referrers and
 /// Clusters listed in its namespace with the deployed guard's `settings`
-/// (template_cleanup_core::probe). A target that cannot prove anything (a template of
+/// (template_cleanup_core::delete_decision). A target that cannot prove anything (a template of
 /// a kind not collected, in a namespace the guard never judges, missing, being deleted, or one
 /// the decision lets go: marked for move, its Clusters being deleted) is skipped and costs no
 /// DELETE; there is no bound on how many are skipped,
@@ -105,7 +106,7 @@ pub async fn run(
             "the probe cannot read the referrers as the guard reads them: {e}."
         ));
     }
-    let mut named = listed.named();
+    let mut named = targets(&listed);
     if let Some(first) = first.filter(|f| named.contains(f)) {
         named.retain(|n| n != first);
         named.insert(0, first.clone());
@@ -136,7 +137,9 @@ pub async fn run(
             if being_deleted(&template) {
                 continue 'targets;
             }
-            if let Verdict::Releases(_) = listed.guard_decides(&target, &template, settings) {
+            if let Verdict::Releases(_) =
+                listed.guard_decides(&target.group, &target.kind, &template, settings)
+            {
                 continue 'targets;
             }
             let uid = template

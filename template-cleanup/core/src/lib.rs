@@ -4,6 +4,8 @@
 //! - [`preflight`]: the pre-flight over the guard's ClusterAdmissionPolicy and its live webhook, and
 //!   the kinds its rules make template-cleanup collect;
 //! - [`probe`]: the live probe, a dry-run DELETE the guard must refuse;
+//! - [`delete_decision`]: the guard's own decision over what the pass listed, which keeps a
+//!   template from its DELETE and picks the probe's target;
 //! - [`sources`]: the desired-state sources, one row each (group, kind, reader, RBAC);
 //! - [`declared`]: what the deploy tools still declare (Flux Kustomizations, Argo CD
 //!   Applications);
@@ -16,6 +18,7 @@
 
 pub mod answer;
 pub mod declared;
+pub mod delete_decision;
 pub mod helm;
 pub mod preflight;
 pub mod probe;

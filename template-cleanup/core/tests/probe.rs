@@ -5,9 +5,10 @@ use guard::settings::Settings;
 use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::ErrorStatus;
+use template_cleanup_core::delete_decision::{Referrers, Verdict};
 use template_cleanup_core::preflight::Check;
 use template_cleanup_core::probe::{
-    being_deleted, judge, Named, Probe, Referrers, Verdict, MACHINE_DEPLOYMENT,
+    being_deleted, judge, targets, Named, Probe, MACHINE_DEPLOYMENT,
 };
 
 mod common;
@@ -66,7 +67,7 @@ fn a_live_machine_deployment_names_the_probes_targets(#[case] md: Value, #[case]
         ),
         named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
     ];
-    let named = deployments(&[md]).named();
+    let named = targets(&deployments(&[md]));
     assert_eq!(named.len(), count, "{named:?}");
     assert!(named.iter().all(|n| expected.contains(n)), "{named:?}");
 }
@@ -124,7 +125,8 @@ fn the_guards_own_decision_picks_the_target(
     if let Some(deleting) = cluster_deleting {
         referrers.add("Cluster", &cluster_a(deleting)).unwrap();
     }
-    let verdict = referrers.guard_decides(&target, &template, &Settings::default());
+    let verdict =
+        referrers.guard_decides(&target.group, &target.kind, &template, &Settings::default());
     match (expected, &verdict) {
         ("keeps", Verdict::Keeps(text)) => assert!(text.contains("MachineDeployment md"), "{text}"),
         ("releases", Verdict::Releases(_)) => {}
@@ -172,11 +174,12 @@ fn a_machine_set_keeps_as_the_guard_decides(
     }
     referrers.add("MachineSet", &ms).unwrap();
     assert!(
-        referrers.named().iter().all(|n| n.name != "m3mt-a"),
+        targets(&referrers).iter().all(|n| n.name != "m3mt-a"),
         "MachineSets are no probe targets"
     );
     let verdict = referrers.guard_decides(
-        &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
+        INFRA,
+        "Metal3MachineTemplate",
         &template(json!({}), json!([])),
         &Settings::default(),
     );
@@ -216,7 +219,8 @@ fn every_listed_referrer_kind_counts(
         owners = owned_by_a();
     }
     let verdict = referrers.guard_decides(
-        &named(INFRA, "Metal3MachineTemplate", "m3mt-a"),
+        INFRA,
+        "Metal3MachineTemplate",
         &template(json!({}), owners),
         &Settings::default(),
     );
@@ -230,7 +234,8 @@ fn every_listed_referrer_kind_counts(
 fn a_template_no_deployment_names_is_let_go() {
     let target = named(INFRA, "Metal3MachineTemplate", "m3mt-a");
     let verdict = Referrers::default().guard_decides(
-        &target,
+        &target.group,
+        &target.kind,
         &template(json!({}), json!([])),
         &Settings::default(),
     );
