@@ -136,7 +136,8 @@ fn the_namespace_is_written_once_and_the_binding_names_the_account() {
         cronjob.pointer("/spec/jobTemplate/spec/template/spec/serviceAccountName"),
         account.pointer("/metadata/name")
     );
-    // the component copies the ServiceAccount's namespace to the CronJob and the binding
+    // the component copies the ServiceAccount's namespace to the CronJob, the binding and the main
+    // guard's condition for template-cleanup's account
     let kustomization = yaml_file(KUSTOMIZATION);
     assert_eq!(kustomization["kind"], "Component");
     let replacement = &seq_at(&kustomization, "/replacements", KUSTOMIZATION)[0];
@@ -159,11 +160,19 @@ fn the_namespace_is_written_once_and_the_binding_names_the_account() {
                 "ClusterRoleBinding".to_string(),
                 "subjects.[name=capi-template-cleanup].namespace".to_string()
             ),
+            (
+                "ClusterAdmissionPolicy".to_string(),
+                "spec.matchConditions.[name=not-capi-template-cleanup].expression".to_string()
+            ),
         ]
     );
-    // alone, it brings the placement its guard follows (placement.rs builds it)
+    // in one command, it brings the placement its guard follows and the main guard it adds its
+    // condition to (placement.rs and install_paths.rs build it)
     let standalone = yaml_file("examples/cleanup/kustomization.yaml");
-    assert_eq!(standalone["resources"], serde_json::json!(["../placement"]));
+    assert_eq!(
+        standalone["resources"],
+        serde_json::json!(["../placement", "../guard"])
+    );
     assert_eq!(standalone["components"], serde_json::json!(["component"]));
 }
 

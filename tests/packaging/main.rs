@@ -33,6 +33,7 @@ mod artifacthub;
 mod cleanup;
 mod deploy_tools;
 mod examples;
+mod install_paths;
 mod manifests;
 mod monitoring;
 mod placement;

@@ -69,6 +69,16 @@ pub(super) fn build(resources: &[&str], components: &[&str]) -> Vec<Value> {
 
 /// The same build, its failure returned: the kustomization and kustomize's error.
 pub(super) fn kustomize(resources: &[&str], components: &[&str]) -> Result<Vec<Value>, String> {
+    kustomize_text(&format!(
+        "resources: [{}]\ncomponents: [{}]\n",
+        resources.join(", "),
+        components.join(", ")
+    ))
+}
+
+/// `kubectl kustomize` of `kustomization`, a kustomization.yaml written beside a clone: its paths
+/// start with `examples/`. Its failure returned: the kustomization and kustomize's error.
+pub(super) fn kustomize_text(kustomization: &str) -> Result<Vec<Value>, String> {
     static SCRATCH: AtomicUsize = AtomicUsize::new(0);
     let scratch = std::env::temp_dir().join(format!(
         "capi-template-guard-placement-{}-{}",
@@ -80,12 +90,7 @@ pub(super) fn kustomize(resources: &[&str], components: &[&str]) -> Result<Vec<V
     // kustomize refuses absolute paths and bases above the kustomization: link the examples in.
     std::os::unix::fs::symlink(root().join("examples"), scratch.join("examples"))
         .expect("a symlink");
-    let kustomization = format!(
-        "resources: [{}]\ncomponents: [{}]\n",
-        resources.join(", "),
-        components.join(", ")
-    );
-    fs::write(scratch.join("kustomization.yaml"), &kustomization).expect("a kustomization");
+    fs::write(scratch.join("kustomization.yaml"), kustomization).expect("a kustomization");
     let output = Command::new("kubectl")
         .arg("kustomize")
         .arg(&scratch)
@@ -184,7 +189,15 @@ fn check_placement(built: &[Value], placement: &Placement, what: &str) {
             );
         }
     }
-    if named(built, "ClusterAdmissionPolicy", "capi-template-guard").is_some() {
+    // The policies come with their RBAC (examples/); examples/cleanup writes the main guard again
+    // after them, without it.
+    if named(
+        built,
+        "ClusterAdmissionPolicy",
+        "capi-template-guard-metal3machine-intent",
+    )
+    .is_some()
+    {
         assert!(
             named(built, "ClusterRoleBinding", READER).is_some() && bindings > 0,
             "{what}: no binding of {READER} to the policy server's account"
@@ -257,14 +270,15 @@ fn every_policy_runs_where_the_placement_says(#[case] placement_components: &[&s
         );
     }
 
-    // template-cleanup applied later on its own, with the same components, in every order
+    // template-cleanup applied later (with the main guard again), with the same components, in
+    // every order
     for order in orders(placement_components) {
         let built = build(&["examples/cleanup"], &order);
         let what = format!("examples/cleanup with components {order:?}");
         check_placement(&built, &placement, &what);
         assert_eq!(
             policy_names(&built),
-            ["capi-template-guard-cleanup"],
+            [main[0], "capi-template-guard-cleanup"],
             "{what}"
         );
     }
@@ -273,7 +287,7 @@ fn every_policy_runs_where_the_placement_says(#[case] placement_components: &[&s
 /// The directories themselves, as `kubectl apply -k` builds them: the default PolicyServer.
 #[rstest::rstest]
 #[case::policies("examples", 2)]
-#[case::cleanup_alone("examples/cleanup", 1)]
+#[case::cleanup("examples/cleanup", 2)]
 fn the_directories_run_on_the_default_policy_server(#[case] dir: &str, #[case] count: usize) {
     if !kubectl() {
         return;
@@ -293,9 +307,10 @@ fn the_directories_run_on_the_default_policy_server(#[case] dir: &str, #[case] c
     check_placement(&built, &Placement::of(&[]), dir);
 }
 
-/// template-cleanup's guard is the main guard with another name, protect mode and the one
-/// condition that selects template-cleanup's service account, the negation of the main guard's
-/// `not-capi-template-cleanup`; everything else is the main guard's.
+/// template-cleanup's guard is the main guard with another name, label, protect mode and the one
+/// condition that selects template-cleanup's service account; the main guard's
+/// `not-capi-template-cleanup` leaves it exactly that account, in its namespace; everything else
+/// is the main guard's.
 #[test]
 fn the_cleanup_guard_is_the_main_guard_with_its_own_condition() {
     if !kubectl() {
@@ -325,12 +340,20 @@ fn the_cleanup_guard_is_the_main_guard_with_its_own_condition() {
         .iter()
         .find(|c| c["name"] == "not-capi-template-cleanup")
         .expect("the main guard leaves template-cleanup's DELETEs to its own guard");
+    let account = named(&built, "ServiceAccount", "capi-template-cleanup").expect("its account");
     assert_eq!(
         squash(&excluded["expression"]),
-        format!("!({})", squash(&conditions[0]["expression"]))
+        format!(
+            "request.userInfo.username != 'system:serviceaccount:{}:capi-template-cleanup'",
+            str_at(account, "/metadata/namespace", "template-cleanup's account")
+        )
     );
+    let label = "capi-template-guard.kubewarden.io/guard";
+    assert_eq!(main["metadata"]["labels"][label], "main");
+    assert_eq!(cleanup["metadata"]["labels"][label], "cleanup");
     let without = |policy: &Value| {
         let mut policy = policy.clone();
+        policy["metadata"]["labels"][label] = Value::Null;
         policy["metadata"]["name"] = Value::Null;
         policy["spec"]["mode"] = Value::Null;
         policy["spec"]["matchConditions"] = Value::Null;
