@@ -309,9 +309,9 @@ cleanup-image:
 
 # Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
 # the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end, the
-# Sylva refresh's end to end, the SBOM's scan and the workflows' lint.
+# Sylva refresh's end to end, the Sylva units' Flux build, the SBOM's scan and the workflows' lint.
 .PHONY: test
-test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sbom-test workflow-lint
+test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sylva-render sbom-test workflow-lint
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.
@@ -325,24 +325,27 @@ clean:
 	cargo clean
 	rm -f policy.wasm annotated-policy.wasm
 
-# Renders examples/sylva through Sylva's own chart (sylva-core's charts/sylva-units, with its
-# sylva-library archive; CONTRIBUTING.md, "Sylva") with Helm 4's engine, on the bootstrap,
-# management (before and after the pivot) and workload-cluster value sets, and checks where this
-# project's units land (scripts/sylva-render.py). Without SYLVA_CHART it says so and skips, as in
-# CI, which has no sylva-core checkout. The engine is helm-python-sdk (Helm 4 as a library, in its
-# binary wheel) with PyYAML, installed under target/tools/ as the other PyPI tools are.
+# Builds each Sylva unit of examples/sylva as Flux's kustomize-controller builds it (kustomize,
+# then postBuild substitution) and checks what it applies, including that the guard's units are
+# ready only once their policies are active (CEL through cel-python); part of `make test`, no Sylva
+# code needed. With SYLVA_CHART=<sylva-core>/charts/sylva-units (its sylva-library archive
+# included; CONTRIBUTING.md, "Sylva") it also renders examples/sylva through that chart with Helm
+# 4's engine (helm-python-sdk, in its binary wheel), on the bootstrap, management (before and after
+# the pivot) and workload-cluster value sets of two shapes of Sylva, and checks where this
+# project's units land and each rendered unit's build (scripts/sylva-render.py). The Python
+# packages are installed under target/tools/ with pip, pinned, as the other PyPI tools are.
 SYLVA_RENDER_DIR := target/tools/sylva-render
 HELM_PYTHON_SDK_VERSION := 0.2.2
 PYYAML_VERSION := 6.0.3
+SYLVA_CHECK_PACKAGES := PyYAML==$(PYYAML_VERSION) cel-python==0.5.0 lark==1.3.1 google-re2==1.1.20251105 \
+	jmespath==1.1.0 pendulum==3.3.0 python-dateutil==2.9.0.post0 six==1.17.0 tzdata==2025.2
 
-$(SYLVA_RENDER_DIR)/helm_python/__init__.py:
-	$(PIP_INSTALL) --target $(SYLVA_RENDER_DIR) helm-python-sdk==$(HELM_PYTHON_SDK_VERSION) PyYAML==$(PYYAML_VERSION)
+$(SYLVA_RENDER_DIR)/celpy/__init__.py:
+	$(PIP_INSTALL) --target $(SYLVA_RENDER_DIR) $(SYLVA_CHECK_PACKAGES)
+
+$(SYLVA_RENDER_DIR)/helm_python/__init__.py: $(SYLVA_RENDER_DIR)/celpy/__init__.py
+	$(PIP_INSTALL) --target $(SYLVA_RENDER_DIR) helm-python-sdk==$(HELM_PYTHON_SDK_VERSION)
 
 .PHONY: sylva-render
-ifeq ($(SYLVA_CHART),)
-sylva-render:
-	@echo "sylva-render: SKIPPED: no SYLVA_CHART given. Run make sylva-render SYLVA_CHART=<sylva-core>/charts/sylva-units (CONTRIBUTING.md, \"Sylva\")."
-else
-sylva-render: $(SYLVA_RENDER_DIR)/helm_python/__init__.py
-	PYTHONPATH=$(CURDIR)/$(SYLVA_RENDER_DIR) python3 scripts/sylva-render.py "$(SYLVA_CHART)"
-endif
+sylva-render: $(SYLVA_RENDER_DIR)/celpy/__init__.py $(if $(SYLVA_CHART),$(SYLVA_RENDER_DIR)/helm_python/__init__.py)
+	PYTHONPATH=$(CURDIR)/$(SYLVA_RENDER_DIR) python3 scripts/sylva-render.py $(if $(SYLVA_CHART),"$(SYLVA_CHART)")

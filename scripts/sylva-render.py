@@ -1,7 +1,18 @@
 #!/usr/bin/env python3
-"""Render examples/sylva through Sylva's own chart, with Helm 4's engine, and check the units.
+"""Build each Sylva unit of this project as Flux builds it; with Sylva's chart, render
+examples/sylva through it with Helm 4's engine and check the rendered units too.
 
-Usage: sylva-render.py CHART_DIR   (`make sylva-render SYLVA_CHART=<sylva-core>/charts/sylva-units`)
+Usage: sylva-render.py [CHART_DIR]   (`make sylva-render [SYLVA_CHART=<sylva-core>/charts/sylva-units]`)
+
+Always (no Sylva code needed; part of `make test`): the substitution rules of
+sylva-render/flux.py against their cited cases, then each unit of examples/sylva/values.yaml and
+workload-cluster.values.yaml whose source is this project, its kustomization_spec as the chart
+writes it (`_components` then `components`, `_patches` then `patches`: templates/units.yaml
+lines 274-279 at fd968edc; `{{ .Release.Namespace }}` and the other templates of those units
+standing for what the chart gives them), built by kustomize and Flux's substitution and checked
+(sylva-render/units.py says what).
+
+With CHART_DIR:
 
 CHART_DIR is sylva-core's charts/sylva-units, with the sylva-library archive it carries in its
 charts/ folder (CONTRIBUTING.md, "Sylva", says how to get it). Nothing of Sylva is in this
@@ -26,23 +37,37 @@ sylva-core at fd968edc gives them:
   base/patch-helm-release.yaml lists it first in valuesFrom), the environment values and
   examples/sylva/workload-cluster.values.yaml.
 
+Each value set is rendered on two shapes of Sylva: the chart as given (fd968edc, with
+refresh-metal3machinetemplates, so examples/sylva/refresh-metal3machinetemplates.values.yaml is
+added after values.yaml), and the same chart with that unit removed from management.values.yaml
+and drift detection on for the `cluster` HelmRelease, as sylva-core MR 4758 left it (values.yaml
+alone; with the refresh file added, that render must fail, as it does on such a Sylva).
+
 Then it checks that this project's units are where they belong and in the order
-docs/operations.md ("Sylva") gives, prints the units of each render, and exits 1 on the first
-render that fails or check that does not hold.
+docs/operations.md ("Sylva") gives, builds each rendered unit whose source is this project as
+Flux does (as above, from its rendered spec), prints the units of each render with their
+dependsOn, and exits 1 if any check fails. The closing line counts the checks.
 """
 
 import copy
+import re
 import sys
 import time
 from pathlib import Path
 
 import yaml
-from helm_python import Chart
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts/sylva-render"))
+import flux  # noqa: E402
+import units as unit_checks  # noqa: E402
+
 ENVIRONMENT = ROOT / "scripts/sylva-render/environment.yaml"
 MANAGEMENT = ROOT / "examples/sylva/values.yaml"
+REFRESH_OFF = ROOT / "examples/sylva/refresh-metal3machinetemplates.values.yaml"
 WORKLOAD = ROOT / "examples/sylva/workload-cluster.values.yaml"
+SOURCE = "capi-template-guard"
+REFRESH = "refresh-metal3machinetemplates"
 
 OURS = (
     "kubewarden",
@@ -50,8 +75,9 @@ OURS = (
     "capi-template-cleanup",
     "capi-template-guard-monitoring",
     "capi-template-guard-prepare",
+    "capi-template-guard-ready",
 )
-REPLACED = ("cluster-garbage-collector", "refresh-metal3machinetemplates")
+REPLACED = ("cluster-garbage-collector", REFRESH)
 
 
 class CheckFailed(Exception):
@@ -74,6 +100,7 @@ def merge(base, over):
 
 
 def render(chart, name, layers, namespace):
+    """The chart's Kustomizations for one value set, by name; raises CheckFailed if it fails."""
     values = {}
     for layer in layers:
         values = merge(values, layer)
@@ -114,7 +141,7 @@ def expect(cond, what):
         raise CheckFailed(what)
 
 
-def check_cluster(units, renderer, name):
+def check_cluster(units, renderer, name, allowed=()):
     expect("cluster" in units, f"{name}: no `cluster` unit")
     spec = helmrelease_spec(units["cluster"])
     expect(spec is not None, f"{name}: the `cluster` unit renders no HelmRelease")
@@ -125,7 +152,7 @@ def check_cluster(units, renderer, name):
         f"{name}: the `cluster` HelmRelease does not end its postRenderers with ours: {got}",
     )
     expect(
-        not any(d in OURS for d in depends_on(units["cluster"])),
+        not any(d in OURS and d not in allowed for d in depends_on(units["cluster"])),
         f"{name}: `cluster` waits for a unit of this project: {depends_on(units['cluster'])}",
     )
 
@@ -144,18 +171,103 @@ def report(name, units, seconds):
             if unit == "capi-template-guard-prepare":
                 line += (
                     f"; NAMESPACE={subst.get('NAMESPACE')} RELEASE={subst.get('RELEASE')}"
-                    f" REFRESH_METAL3_TEMPLATES={subst.get('REFRESH_METAL3_TEMPLATES')}"
+                    f" METAL3_TEMPLATES={subst.get('METAL3_TEMPLATES')}"
+                    f" components={units[unit]['spec'].get('components')}"
                 )
             print(line, flush=True)
         else:
             print(f"  {unit}: not rendered")
 
 
+# The templates of this project's units, and what the chart gives them, for the units' own folders.
+JOB_CHECKSUM = "0" * 63 + "1"
+IF_ELSE = re.compile(r"^\{\{ if .* \}\}([-\w]+)\{\{ else \}\}([-\w]+)\{\{ end \}\}$")
+
+
+def standin(value, namespace, metal3_templates):
+    """A unit's value with its templates replaced as the chart would render them for a release in
+    `namespace`; None for a `set-only-if` list item the chart would drop."""
+    if isinstance(value, dict):
+        return {k: standin(v, namespace, metal3_templates) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [standin(v, namespace, metal3_templates) for v in value]
+        return [v for v in items if v is not None]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+    if '"set-only-if"' in value and '"refresh"' in value:
+        return "refresh" if metal3_templates == "refresh" else None
+    if "sha256sum" in value:
+        return JOB_CHECKSUM
+    choice = IF_ELSE.match(value)
+    if choice:  # the refresh condition: first install with Metal3, on a Sylva with the refresh
+        return choice.group(1) if metal3_templates == "refresh" else choice.group(2)
+    out = value.replace("{{ .Release.Namespace }}", namespace)
+    if "{{" in out:
+        raise CheckFailed(f"a template the units' folder check does not know: {value}")
+    return out
+
+
+def folder_specs(values, namespace, metal3_templates):
+    """Each unit of a values file whose source is this project: its Kustomization spec as the
+    chart writes it (templates/units.yaml lines 274-299 at fd968edc)."""
+    specs = {}
+    for name, unit in (values.get("units") or {}).items():
+        if unit.get("repo") != SOURCE:
+            continue
+        k = standin(copy.deepcopy(unit.get("kustomization_spec") or {}), namespace, metal3_templates)
+        spec = {key: v for key, v in k.items() if not key.startswith("_")}
+        spec["components"] = (k.get("_components") or []) + (k.get("components") or [])
+        spec["patches"] = (k.get("_patches") or []) + (k.get("patches") or [])
+        spec["sourceRef"] = {"kind": "GitRepository", "name": SOURCE}
+        specs[name] = spec
+    return specs
+
+
+def check_folders(results, evaluate):
+    management, workload = load(MANAGEMENT), load(WORKLOAD)
+    for label, values, namespace, metal3 in (
+        ("management, refreshing", management, "sylva-system", "refresh"),
+        ("management, keeping", management, "sylva-system", "keep"),
+        ("workload cluster edge-a", workload, "edge-a", "keep"),
+    ):
+        try:
+            specs = folder_specs(values, namespace, metal3)
+        except CheckFailed as failure:
+            results.check(False, f"units' folders, {label}: {failure}")
+            continue
+        for name, spec in specs.items():
+            objects = unit_checks.check_unit(results, f"units' folders, {label}: {name}", spec, ROOT,
+                                             evaluate=evaluate)
+            print(f"units' folders, {label}: {name}: {len(objects or [])} objects built", flush=True)
+
+
+def check_rendered_builds(results, name, units, evaluate):
+    """Each rendered unit whose source is this project, built as Flux builds it."""
+    for unit_name, unit in sorted(units.items()):
+        if (unit["spec"].get("sourceRef") or {}).get("name") != SOURCE:
+            continue
+        unit_checks.check_unit(results, f"{name}: {unit_name}", unit["spec"], ROOT, evaluate=evaluate)
+
+
 def main(argv):
-    if len(argv) != 2:
+    if len(argv) > 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    chart_dir = Path(argv[1])
+    results = unit_checks.Results()
+    unit_checks.selftest(results)
+    evaluate = flux.cel_evaluator()
+    check_folders(results, evaluate)
+    if len(argv) == 2:
+        code = check_chart(results, Path(argv[1]), evaluate)
+        if code:
+            return code
+    else:
+        print("sylva-render: no SYLVA_CHART given, so Sylva's chart is not rendered "
+              "(CONTRIBUTING.md, \"Sylva\")")
+    return 0 if results.close("sylva-render") else 1
+
+
+def check_chart(results, chart_dir, evaluate):
     for needed in ("Chart.yaml", "values.yaml", "management.values.yaml",
                    "bootstrap.values.yaml", "workload-cluster.values.yaml"):
         if not (chart_dir / needed).is_file():
@@ -165,78 +277,138 @@ def main(argv):
     if not list((chart_dir / "charts").glob("sylva-library-*.tgz")):
         print(f"{chart_dir}/charts holds no sylva-library archive", file=sys.stderr)
         return 2
+    from helm_python import Chart
 
     chart = Chart.load(str(chart_dir))
-    environment = load(ENVIRONMENT)
-    management, workload = load(MANAGEMENT), load(WORKLOAD)
     mgmt_file = load(chart_dir / "management.values.yaml")
-    before_pivot = {"units": {"cluster": {"enabled": False}, "cluster-bmh": {"enabled": False}}}
-
+    if REFRESH not in (mgmt_file.get("units") or {}):
+        print(f"{chart_dir}: management.values.yaml has no {REFRESH}; give sylva-core fd968edc's "
+              "chart, and the check derives the shape without it", file=sys.stderr)
+        return 2
+    # The shape of sylva-core after MR 4758: the unit gone, drift detection on for `cluster`.
+    without = copy.deepcopy(mgmt_file)
+    del without["units"][REFRESH]
+    drift = {"units": {"cluster": {"helmrelease_spec": {"driftDetection": {"mode": "enabled"}}}}}
+    for shape, mgmt, ours in (
+        ("fd968edc", [mgmt_file], [load(MANAGEMENT), load(REFRESH_OFF)]),
+        (f"fd968edc without {REFRESH}", [without, drift], [load(MANAGEMENT)]),
+    ):
+        check_shape(results, chart, chart_dir, shape, mgmt, ours, evaluate)
     try:
-        name = "bootstrap"
-        units, seconds = render(chart, name, [
-            mgmt_file, load(chart_dir / "bootstrap.values.yaml"), environment, management,
-        ], "sylva-system")
-        report(name, units, seconds)
-        check_cluster(units, management, name)
-        check_absent(units, OURS + REPLACED, name)
-
-        name = "management, before the pivot"
-        units, seconds = render(chart, name, [mgmt_file, environment, management, before_pivot],
-                                "sylva-system")
-        report(name, units, seconds)
-        check_absent(units, ("cluster", "capi-template-guard-prepare") + REPLACED, name)
-        for unit in ("kubewarden", "capi-template-guard", "capi-template-cleanup"):
-            expect(unit in units, f"{name}: no {unit} unit")
-        guard = depends_on(units["capi-template-guard"])
-        expect("kubewarden" in guard and "cluster" not in guard
-               and "capi-template-guard-prepare" not in guard,
-               f"{name}: capi-template-guard must wait for kubewarden, not cluster: {guard}")
-
-        name = "management"
-        units, seconds = render(chart, name, [mgmt_file, environment, management], "sylva-system")
-        report(name, units, seconds)
-        check_cluster(units, management, name)
-        check_absent(units, REPLACED, name)
-        for unit in OURS:
-            expect(unit in units, f"{name}: no {unit} unit")
-        guard = depends_on(units["capi-template-guard"])
-        for dep in ("kubewarden", "cluster", "capi-template-guard-prepare"):
-            expect(dep in guard, f"{name}: capi-template-guard does not wait for {dep}: {guard}")
-        expect("cluster" in depends_on(units["capi-template-guard-prepare"]),
-               f"{name}: capi-template-guard-prepare does not wait for cluster")
-        expect("capi-template-guard" in depends_on(units["capi-template-cleanup"]),
-               f"{name}: capi-template-cleanup does not wait for the guard")
-        expect("monitoring" in depends_on(units["capi-template-guard-monitoring"]),
-               f"{name}: capi-template-guard-monitoring does not wait for monitoring")
-        subst = substitutions(units["capi-template-guard-prepare"])
-        expect(subst.get("RELEASE") == helmrelease_spec(units["cluster"]).get("releaseName"),
-               f"{name}: capi-template-guard-prepare names another release than `cluster`'s")
-        expect(subst.get("REFRESH_METAL3_TEMPLATES") == "true"
-               and subst.get("NAMESPACE") == "sylva-system",
-               f"{name}: capi-template-guard-prepare must refresh in sylva-system: {subst}")
-        state = mgmt_cluster_state_values(units)
-
-        name = "workload cluster edge-a"
-        units, seconds = render(chart, name, [
-            load(chart_dir / "workload-cluster.values.yaml"), state, environment, workload,
-        ], "edge-a")
-        report(name, units, seconds)
-        check_cluster(units, workload, name)
-        check_absent(units, tuple(u for u in OURS if u != "capi-template-guard-prepare")
-                     + REPLACED, name)
-        expect("capi-template-guard-prepare" in units, f"{name}: no capi-template-guard-prepare")
-        subst = substitutions(units["capi-template-guard-prepare"])
-        expect(subst.get("RELEASE") == helmrelease_spec(units["cluster"]).get("releaseName"),
-               f"{name}: capi-template-guard-prepare names another release than `cluster`'s")
-        expect(subst.get("REFRESH_METAL3_TEMPLATES") == "false"
-               and subst.get("NAMESPACE") == "edge-a",
-               f"{name}: capi-template-guard-prepare must only label, in edge-a: {subst}")
-    except CheckFailed as failure:
-        print(f"sylva-render: FAILED: {failure}", file=sys.stderr)
-        return 1
-    print("sylva-render: all four renders hold")
+        render(chart, "refused", [without, drift, load(ENVIRONMENT), load(MANAGEMENT),
+                                   load(REFRESH_OFF)], "sylva-system")
+        refused = False
+    except CheckFailed:
+        refused = True
+    results.check(refused, f"without {REFRESH}, an entry for it must fail the render, as Sylva's "
+                           "test-values/unit-name-typo expects: keep it out of values.yaml")
     return 0
+
+
+def check_shape(results, chart, chart_dir, shape, mgmt, ours, evaluate):
+    environment = load(ENVIRONMENT)
+    management = load(MANAGEMENT)
+    workload = load(WORKLOAD)
+    before_pivot = {"units": {"cluster": {"enabled": False}, "cluster-bmh": {"enabled": False}}}
+    refreshing = shape == "fd968edc"
+    state = None
+    for name, layers, namespace in (
+        ("bootstrap", mgmt + [load(chart_dir / "bootstrap.values.yaml"), environment] + ours,
+         "sylva-system"),
+        ("management, before the pivot", mgmt + [environment] + ours + [before_pivot], "sylva-system"),
+        ("management", mgmt + [environment] + ours, "sylva-system"),
+        ("workload cluster edge-a", None, "edge-a"),
+    ):
+        name = f"{shape}: {name}"
+        try:
+            if layers is None:
+                expect(state is not None, f"{name}: no management state to start from")
+                layers = [load(chart_dir / "workload-cluster.values.yaml"), state, environment, workload]
+            units, seconds = render(chart, name, layers, namespace)
+            report(name, units, seconds)
+            if name.endswith(": bootstrap"):
+                check_cluster(units, management, name)
+                check_absent(units, OURS + REPLACED, name)
+            elif name.endswith("before the pivot"):
+                check_before_pivot(units, name)
+            elif name.endswith(": management"):
+                check_management(units, management, name, refreshing)
+                state = mgmt_cluster_state_values(units)
+            else:
+                check_workload(units, workload, name)
+            results.check(True, f"{name}: renders and holds")
+            check_rendered_builds(results, name, units, evaluate)
+        except CheckFailed as failure:
+            results.check(False, str(failure))
+
+
+def check_before_pivot(units, name):
+    check_absent(units, ("cluster", "capi-template-guard-prepare", "capi-template-guard-ready")
+                 + REPLACED, name)
+    for unit in ("kubewarden", "capi-template-guard", "capi-template-cleanup"):
+        expect(unit in units, f"{name}: no {unit} unit")
+    guard = depends_on(units["capi-template-guard"])
+    expect("kubewarden" in guard and "cluster" not in guard
+           and "capi-template-guard-prepare" not in guard,
+           f"{name}: capi-template-guard must wait for kubewarden, not cluster: {guard}")
+
+
+def check_management(units, management, name, refreshing):
+    check_cluster(units, management, name)
+    check_absent(units, REPLACED + ("capi-template-guard-ready",), name)
+    for unit in OURS[:-1]:
+        expect(unit in units, f"{name}: no {unit} unit")
+    guard = depends_on(units["capi-template-guard"])
+    for dep in ("kubewarden", "cluster", "capi-template-guard-prepare"):
+        expect(dep in guard, f"{name}: capi-template-guard does not wait for {dep}: {guard}")
+    expect("cluster" in depends_on(units["capi-template-guard-prepare"]),
+           f"{name}: capi-template-guard-prepare does not wait for cluster")
+    expect("capi-template-guard" in depends_on(units["capi-template-cleanup"]),
+           f"{name}: capi-template-cleanup does not wait for the guard")
+    expect("monitoring" in depends_on(units["capi-template-guard-monitoring"]),
+           f"{name}: capi-template-guard-monitoring does not wait for monitoring")
+    prepare = units["capi-template-guard-prepare"]["spec"]
+    subst = substitutions(units["capi-template-guard-prepare"])
+    expect(subst.get("RELEASE") == helmrelease_spec(units["cluster"]).get("releaseName"),
+           f"{name}: capi-template-guard-prepare names another release than `cluster`'s")
+    want = ("refresh", ["refresh"]) if refreshing else ("keep", [])
+    expect((subst.get("METAL3_TEMPLATES"), prepare.get("components")) == want
+           and subst.get("NAMESPACE") == "sylva-system",
+           f"{name}: capi-template-guard-prepare must have METAL3_TEMPLATES and components "
+           f"{want} in sylva-system: {subst}, {prepare.get('components')}")
+    spec = helmrelease_spec(units["kubewarden"])
+    drift = spec.get("driftDetection") or {}
+    wanted = management["units"]["kubewarden"]["helmrelease_spec"]["driftDetection"]["ignore"]
+    expect(drift.get("mode") == "enabled" and all(rule in drift.get("ignore", []) for rule in wanted),
+           f"{name}: the kubewarden HelmRelease must keep drift detection on with our ignore rules: {drift}")
+
+
+def check_workload(units, workload, name):
+    check_cluster(units, workload, name, allowed=("capi-template-guard-ready",))
+    check_absent(units, tuple(u for u in OURS if u not in ("capi-template-guard-prepare",
+                                                            "capi-template-guard-ready"))
+                 + REPLACED, name)
+    for unit in ("capi-template-guard-prepare", "capi-template-guard-ready", "mgmt-cluster-ready"):
+        expect(unit in units, f"{name}: no {unit}")
+    subst = substitutions(units["capi-template-guard-prepare"])
+    expect(subst.get("RELEASE") == helmrelease_spec(units["cluster"]).get("releaseName"),
+           f"{name}: capi-template-guard-prepare names another release than `cluster`'s")
+    expect(subst.get("METAL3_TEMPLATES") == "keep" and subst.get("NAMESPACE") == "edge-a"
+           and not units["capi-template-guard-prepare"]["spec"].get("components"),
+           f"{name}: capi-template-guard-prepare must only keep and label, in edge-a: {subst}")
+    cluster = depends_on(units["cluster"])
+    expect("capi-template-guard-ready" in cluster and "mgmt-cluster-ready" in cluster,
+           f"{name}: `cluster` must wait for capi-template-guard-ready and mgmt-cluster-ready: {cluster}")
+    ready = units["capi-template-guard-ready"]["spec"]
+    expect(ready.get("healthChecks") == [{"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                                          "kind": "Kustomization", "name": "capi-template-guard",
+                                          "namespace": "sylva-system"}]
+           and not ready.get("kubeConfig") and not ready.get("wait"),
+           f"{name}: capi-template-guard-ready must health-check sylva-system/capi-template-guard "
+           f"on the management cluster: {ready}")
+    status = units["mgmt-cluster-ready"]["spec"].get("healthChecks") or []
+    expect(any(c.get("kind") == "ConfigMap" and c.get("name") == "sylva-units-status" for c in status),
+           f"{name}: mgmt-cluster-ready no longer waits for sylva-units-status: {status}")
 
 
 def mgmt_cluster_state_values(units):

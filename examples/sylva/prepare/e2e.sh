@@ -158,25 +158,36 @@ EOF
 kubectl kustomize examples | to_json | jq -c 'select(.kind == "ClusterAdmissionPolicy" and .metadata.name == "capi-template-guard")' >"$T/guard.json"
 # The live objects: the bootstrap cluster's render (192.0.2.5) as `clusterctl move` copied it,
 # adopted by the management cluster's first `cluster` install, which only adds Helm's ownership
-# (Helm 3 pkg/action/validate.go, `setMetadataVisitor`); each Metal3MachineTemplate also holds a
-# key the release no longer renders (automatedCleaningMode). They carry neither the clean-up label
-# nor the keep annotations, so prepare.sh's first step has work too.
+# (Helm 3 pkg/action/validate.go, `setMetadataVisitor`); each Metal3MachineTemplate also holds
+# keys the release no longer renders, one at the top of its spec (automatedCleaningMode) and one
+# deeper (hostSelector.matchLabels.rack). They carry neither the clean-up label nor the keep
+# annotations, so prepare.sh's first step has work too.
 render 192.0.2.5 | to_json | jq -c '
   .metadata.labels["app.kubernetes.io/managed-by"] = "Helm"
   | .metadata.annotations = {"meta.helm.sh/release-name": "cluster", "meta.helm.sh/release-namespace": "sylva-system"}
-  | if .kind == "Metal3MachineTemplate" then .spec.template.spec.automatedCleaningMode = "metadata" else . end' >"$T/live.json"
-# The release Secret of the management cluster's `cluster` release (revision 1, deployed):
-# data.release is Helm's base64 of gzip of the release JSON, base64-encoded again as Secret data.
+  | if .kind == "Metal3MachineTemplate"
+    then .spec.template.spec.automatedCleaningMode = "metadata" | .spec.template.spec.hostSelector.matchLabels.rack = "r1"
+    else . end' >"$T/live.json"
+# The release Secrets of the management cluster's `cluster` release, data.release being Helm's
+# base64 of gzip of the release JSON, base64-encoded again as Secret data. Two revisions are
+# marked deployed, as an interrupted upgrade leaves them: revision 2 holds the management render,
+# revision 1 an older one (the bootstrap's URLs); Helm takes the latest.
+release() { # release VERSION MANIFEST_FILE
+  jq -n --argjson version "$1" --arg manifest "$(cat "$2")" '{name: "cluster", namespace: "sylva-system",
+      version: $version, info: {status: "deployed"}, chart: {metadata: {name: "sylva-capi-cluster"}}, manifest: $manifest}' |
+    gzip -c | base64 | tr -d '\n' | base64 | tr -d '\n'
+}
 render 192.0.2.10 >"$T/manifest.yaml"
-release=$(jq -n --arg manifest "$(cat "$T/manifest.yaml")" '{name: "cluster", namespace: "sylva-system",
-    version: 1, info: {status: "deployed"}, chart: {metadata: {name: "sylva-capi-cluster"}}, manifest: $manifest}' |
-  gzip -c | base64 | tr -d '\n' | base64 | tr -d '\n')
+render 192.0.2.5 >"$T/old-manifest.yaml"
+release=$(release 2 "$T/manifest.yaml")
+old_release=$(release 1 "$T/old-manifest.yaml")
 
 # The state: the guard, active, and its ValidatingWebhookConfiguration as kubewarden-controller
 # v1.36.0-beta.1 writes it (testhost/kubewarden.jq), the namespace, the release Secret, the live
 # objects, and what the controllers made of them: a Machine and its Metal3Machine for each
 # Metal3MachineTemplate, cloned from it.
 jq -n --slurpfile guard "$T/guard.json" --slurpfile live "$T/live.json" --arg release "$release" --arg ns "$NS" \
+  --arg old_release "$old_release" \
   --arg cp "$CP" --arg md "$MD" --arg image "$BOOTSTRAP_URL" "$(cat testhost/kubewarden.jq)"'
   ($guard[0] | active_policy) as $guard
   | [$guard,
@@ -185,6 +196,10 @@ jq -n --slurpfile guard "$T/guard.json" --slurpfile live "$T/live.json" --arg re
      {apiVersion: "v1", kind: "Secret", type: "helm.sh/release.v1",
       metadata: {name: "sh.helm.release.v1.cluster.v1", namespace: $ns,
                  labels: {owner: "helm", name: "cluster", status: "deployed", version: "1"}},
+      data: {release: $old_release}},
+     {apiVersion: "v1", kind: "Secret", type: "helm.sh/release.v1",
+      metadata: {name: "sh.helm.release.v1.cluster.v2", namespace: $ns,
+                 labels: {owner: "helm", name: "cluster", status: "deployed", version: "2"}},
       data: {release: $release}}]
   + $live
   + [["management-cluster-control-plane-x7k2p", $cp], ["management-cluster-md0-6d9f8b7c5-q4w8z", $md]
@@ -228,7 +243,7 @@ run() { # run COMMAND...: sets OUT, ERR and CODE
 has() { grep -qF -- "$2" <<<"$1" || { echo "# expected: $2"; while IFS= read -r l; do echo "#   $l"; done <<<"$1"; return 1; }; }
 is() { [ "$1" = "$2" ] || { echo "# expected $2, got $1"; return 1; }; }
 isnt() { [ "$1" != "$2" ] || { echo "# expected anything but $2"; return 1; }; }
-prepare() { NAMESPACE=$NS RELEASE=cluster REFRESH_METAL3_TEMPLATES=true "$PREPARE"; }
+prepare() { NAMESPACE=$NS RELEASE=cluster METAL3_TEMPLATES=refresh "$PREPARE"; }
 check "the live templates hold the bootstrap cluster's image URL" \
   is "$(template "$CP" | jq -r .spec.template.spec.image.url) $(template "$MD" | jq -r .spec.template.spec.image.url)" "$BOOTSTRAP_URL $BOOTSTRAP_URL"
 
@@ -249,6 +264,7 @@ run prepare
 check "prepare.sh exits 0" is "$CODE" 0
 check "prepare.sh keeps and labels the release's three templates" has "$OUT" "templates of release sylva-system/cluster kept and labelled for template-cleanup: 3"
 check "prepare.sh refreshes both Metal3MachineTemplates" has "$OUT" "Metal3MachineTemplates of release sylva-system/cluster refreshed in place: 2 of 2"
+check "prepare.sh takes the latest of the two deployed revisions" has "$OUT" "refreshing from sh.helm.release.v1.cluster.v2 (2 marked deployed)"
 check "prepare.sh sends no DELETE" is "$(requests DELETE "$before" | wc -l)" 0
 check "prepare.sh writes templates only" is "$(requests PATCH "$before" | grep -vc "^PATCH /apis/[a-z.]*cluster.x-k8s.io/v1beta1/namespaces/$NS/[a-z0-9]*templates/" || true)" 0
 for name in "$CP" "$MD"; do
@@ -256,6 +272,7 @@ for name in "$CP" "$MD"; do
   check "$name: the management cluster's image URL" is "$(jq -r .image.url <<<"$spec")" "$MANAGEMENT_URL"
   check "$name: the management cluster's checksum URL" is "$(jq -r .image.checksum <<<"$spec")" "$MANAGEMENT_URL.sha256sum"
   check "$name: the key only the live spec had is removed" is "$(jq -c 'has("automatedCleaningMode")' <<<"$spec")" false
+  check "$name: the nested key only the live spec had is removed" is "$(jq -c '.hostSelector.matchLabels | has("rack")' <<<"$spec")" false
   check "$name: the spec is the management render's" is "$(jq -S -c . <<<"$spec")" "$(to_json <"$T/manifest.yaml" | jq -S -c --arg n "$name" 'select(.metadata.name == $n) | .spec.template.spec')"
 done
 for path in "$M3MT/$CP" "$M3MT/$MD" "bootstrap.cluster.x-k8s.io/v1beta1/namespaces/$NS/kubeadmconfigtemplates/$KCT"; do
