@@ -6,14 +6,15 @@
 //!   workflow that calls them, on its `# e2e-kwctl:` line, with the commit it was read at) is a
 //!   version that e2e.bats has passed with, as listed in CONTRIBUTING.md, and the declaration
 //!   was read at the commit the workflow pins;
-//! - the release jobs run in the order test, release of the policy, the template-cleanup image
-//!   (with its attestation), Artifact Hub: each job needs every job of the stage before it
+//! - the release jobs run in the order test, the template-cleanup image's builds (by digest), their
+//!   attestation (attached to the draft release), release of the policy (which publishes the
+//!   draft), the image's tagged index, Artifact Hub: each job needs every job of the stage before it
 //!   (transitively), and a job whose `if:` runs it after a failure (`always()`, `!cancelled()`)
 //!   still asks that its needs succeeded;
 //! - the image's attestation is Kubewarden's (kubewarden/github-actions v7.0.1,
 //!   attestation/action.yml): for each architecture the provenance and the SBOM buildx attached
 //!   are read, signed with `cosign sign-blob` into a bundle, verified, and attached to the tag's
-//!   GitHub release under that action's names.
+//!   draft release under that action's names, before the release of the policy publishes it.
 //!
 //! Each check is a function over the text, so that the unit tests below feed it broken snippets.
 
@@ -30,12 +31,10 @@ const REUSABLE: &str = "kubewarden/github-actions";
 /// The release's stages, in order: every job of a stage needs every job of the stage before it.
 const RELEASE_ORDER: &[&[&str]] = &[
     &["test"],
+    &["cleanup-image-build"],
+    &["cleanup-image-attestation"],
     &["release"],
-    &[
-        "cleanup-image-build",
-        "cleanup-image",
-        "cleanup-image-attestation",
-    ],
+    &["cleanup-image"],
     &["artifacthub"],
 ];
 
@@ -350,15 +349,26 @@ fn the_image_attestation_signs_and_attaches_provenance_and_sbom() {
             "the attestation step lacks `{needle}`"
         );
     }
+    // To the draft of the tag, by its id: a published release may refuse new assets (immutable).
     let upload = steps
         .iter()
         .find(|s| {
-            s["run"]
-                .as_str()
-                .is_some_and(|r| r.contains("gh release upload"))
+            s["run"].as_str().is_some_and(|r| {
+                r.contains("https://uploads.github.com/repos/$GH_REPO/releases/$draft/assets")
+            })
         })
-        .expect("a step attaches the files to the GitHub release");
+        .expect("a step attaches the files to the draft release");
     assert_eq!(upload["if"], "startsWith(github.ref, 'refs/tags/v')");
+    assert!(
+        upload["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("select(.draft and .tag_name == env.TAG)")),
+        "the files go to the draft of this tag"
+    );
+    assert!(
+        !text.contains("gh release upload"),
+        "nothing is uploaded to a release by tag, which names a published release"
+    );
     assert!(
         steps.iter().any(|s| s["uses"]
             .as_str()
