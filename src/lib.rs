@@ -2,8 +2,9 @@
 //! something still needs them, and records the node-reuse and cleaning intent of a
 //! Metal3MachineTemplate on every Metal3Machine created from it.
 //!
-//! This file only wires the waPC entry points and turns an [`admission::Outcome`] into the
-//! response the host expects; the logic lives in the modules below, all private to the crate.
+//! This file wires the waPC entry points, reads the payload and the settings, and turns an
+//! [`admission::Outcome`] into the response the host expects; the decision and the mutation live
+//! in the guard crate, the host I/O in the modules below, all private to the crate.
 //!
 //! lib -> admission (routing) -> the guard crate's decision | mutation -> lookups (its `Lookups`
 //! trait answered from the host) -> requests (typed lists and gets, read by list_reader) -> host

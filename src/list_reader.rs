@@ -1,5 +1,5 @@
 //! Reading a list answer of the Kubewarden host item by item, so that a list of thousands of
-//! objects is never held whole: only the host module calls it.
+//! objects is never held whole: only the requests module calls it.
 
 use guard::capi::Object;
 use guard::crds::CrdView;

@@ -1,13 +1,14 @@
-//! The state `make bench-cleanup` serves through `testhost apiserver --state`: the clean-up's
-//! guard and its webhook (as template-cleanup/tests/e2e.sh writes them, from the guard JSON given),
+//! The state `make bench-cleanup` serves through `testhost apiserver --state`: the objects of
+//! GUARD_JSON first (tests/bench.sh gives the clean-up's guard, active, and its webhook, as
+//! testhost/kubewarden.jq writes them for every end-to-end script), then
 //! N labelled KubeadmConfigTemplates of about 48 KiB in namespace `edge` (created in 2020, one
 //! used by a MachineDeployment), 5,000 Helm release Secrets in `edge` (500 releases of 10
 //! revisions, Helm's base64 of the release JSON; release site-XXX declares tmpl-00XXX), and the
 //! hostile current releases of issue 41, each in its own namespace with one labelled template: a
 //! YAML alias bomb, a gzipped flow list of 15,000,000 items, and a gzip bomb of 1 GiB of zeros.
 //!
-//! Usage: `bench_state GUARD_JSON N OUT_JSON`. Writes the state as a JSON array, one object at a
-//! time, so that its own memory stays small.
+//! Usage: `bench_state GUARD_JSON N OUT_JSON`, GUARD_JSON a JSON array of objects. Writes the
+//! state as a JSON array, one object at a time, so that its own memory stays small.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -58,15 +59,15 @@ fn hostile(out: &mut dyn FnMut(&Value), namespace: &str, body: &[u8]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, guard, count, path] = args.as_slice() else {
+    let [_, guard_path, count, path] = args.as_slice() else {
         eprintln!("usage: bench_state GUARD_JSON N OUT_JSON");
         std::process::exit(2);
     };
     let count: usize = count.parse().unwrap_or_else(|e| panic!("N: {e}"));
     let guard: Value = serde_json::from_str(
-        &std::fs::read_to_string(guard).unwrap_or_else(|e| panic!("{guard}: {e}")),
+        &std::fs::read_to_string(guard_path).unwrap_or_else(|e| panic!("{guard_path}: {e}")),
     )
-    .unwrap_or_else(|e| panic!("{guard}: {e}"));
+    .unwrap_or_else(|e| panic!("{guard_path}: {e}"));
     let file = File::create(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut writer = BufWriter::new(file);
     let mut first = true;
@@ -79,27 +80,12 @@ fn main() {
             .unwrap_or_else(|e| panic!("{path}: {e}"));
     };
 
-    let mut policy = guard.clone();
-    policy["status"] = json!({"mode": "protect", "policyStatus": "active", "conditions": [
-        {"type": "PolicyActive", "status": "True", "reason": "PolicyActive", "message": "The policy webhook has been created"},
-        {"type": "PolicyUniquelyReachable", "status": "True", "reason": "LatestReplicaSetIsUniquelyReachable",
-         "message": "The latest replica set is uniquely reachable"}]});
-    let name = format!(
-        "clusterwide-{}",
-        guard["metadata"]["name"].as_str().unwrap_or_default()
-    );
-    out(&policy);
-    out(
-        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{"name": format!("{name}.kubewarden.admission"), "rules": guard["spec"]["rules"],
-            "clientConfig": {"service": {"namespace": "kubewarden", "name": "policy-server-default",
-                                         "path": format!("/validate/{name}"), "port": 8443}},
-            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
-            "matchConditions": guard["spec"]["matchConditions"],
-            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-                                                        "operator": "NotIn", "values": ["kubewarden"]}]}}]}),
-    );
+    for object in guard
+        .as_array()
+        .unwrap_or_else(|| panic!("{guard_path}: not a JSON array"))
+    {
+        out(object);
+    }
     out(
         &json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
         "metadata": {"name": "edge-a", "namespace": "edge"}, "spec": {}}),

@@ -19,9 +19,11 @@ trap '[ -n "$api" ] && kill "$api" 2>/dev/null; rm -rf "$T"' EXIT
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
 # template-cleanup's guard as kustomize builds it: the main guard with the clean-up's patch
-# (YAML to JSON with kubectl's local patch, which changes nothing: jq reads no YAML)
+# (YAML to JSON with kubectl's local patch, which changes nothing: jq reads no YAML), active, and
+# its ValidatingWebhookConfiguration, as testhost/kubewarden.jq writes them for every e2e script
 kubectl kustomize examples/cleanup/guard | kubectl patch --local -f - --type merge -p '{}' -o json |
-  "$JQ" -c 'select(.kind == "ClusterAdmissionPolicy")' >"$T/guard.json"
+  "$JQ" -c "$(cat testhost/kubewarden.jq)"'
+    select(.kind == "ClusterAdmissionPolicy") | active_policy | [., webhook_configuration]' >"$T/guard.json"
 start=$(date +%s)
 "$STATE" "$T/guard.json" "$N" "$T/state.json"
 echo "# state: $N templates, 5,000 Helm Secrets, 3 hostile releases: $(( $(stat -c %s "$T/state.json") / 1048576 )) MiB of JSON, written in $(( $(date +%s) - start )) s"

@@ -53,8 +53,8 @@ pub fn targets(listed: &Referrers) -> Vec<Named> {
     named
 }
 
-/// Why a template, as read, is no target (`None`: it may be one): one being deleted may be gone
-/// before the probe's DELETE reaches it, whatever the guard decides.
+/// Whether a template, as read, is no target: one being deleted may be gone before the probe's
+/// DELETE reaches it, whatever the guard decides.
 pub fn being_deleted(template: &Value) -> bool {
     template
         .pointer("/metadata/deletionTimestamp")

@@ -375,3 +375,31 @@ fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred
         vec![kct("v1beta1"), m3mt("v1beta1")]
     );
 }
+
+/// docs/cleanup.md names every pre-flight check, and no other: a bullet of its pre-flight list
+/// opens with the check's name, and the caller's check (step 1) is named as `check `...``.
+#[test]
+fn the_docs_list_every_check() {
+    let docs = include_str!("../../../docs/cleanup.md");
+    let start = docs
+        .find("**Pre-flight.**")
+        .expect("docs/cleanup.md has a pre-flight section");
+    let end = start
+        + docs[start..]
+            .find("Fields and defaults")
+            .expect("the section ends");
+    let listed = docs[start..end]
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- `"))
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
+    let named = docs
+        .split("check `")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
+    let mut documented: Vec<&str> = listed.chain(named).collect();
+    documented.sort_unstable();
+    documented.dedup();
+    let mut checks: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
+    checks.sort_unstable();
+    assert_eq!(documented, checks);
+}

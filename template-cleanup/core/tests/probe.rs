@@ -6,7 +6,6 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::answer::ErrorStatus;
 use template_cleanup_core::delete_decision::{Referrers, Verdict};
-use template_cleanup_core::preflight::Check;
 use template_cleanup_core::probe::{
     being_deleted, judge, targets, Named, Probe, MACHINE_DEPLOYMENT,
 };
@@ -261,32 +260,4 @@ fn a_template_being_deleted_is_no_target() {
 #[case::unreachable(Some(refused(500, "InternalError", "Internal error occurred: failed calling webhook", &[])), Probe::NotJudged("500 InternalError: Internal error occurred: failed calling webhook".into()))]
 fn the_probes_answer(#[case] answer: Option<ErrorStatus>, #[case] probe: Probe) {
     assert_eq!(judge("capi-template-guard-cleanup", answer.as_ref()), probe);
-}
-
-/// docs/cleanup.md names every pre-flight check, and no other: a bullet of its pre-flight list
-/// opens with the check's name, and the caller's check (step 1) is named as `check `...``.
-#[test]
-fn the_docs_list_every_check() {
-    let docs = include_str!("../../../docs/cleanup.md");
-    let start = docs
-        .find("**Pre-flight.**")
-        .expect("docs/cleanup.md has a pre-flight section");
-    let end = start
-        + docs[start..]
-            .find("Fields and defaults")
-            .expect("the section ends");
-    let listed = docs[start..end]
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("- `"))
-        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
-    let named = docs
-        .split("check `")
-        .skip(1)
-        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
-    let mut documented: Vec<&str> = listed.chain(named).collect();
-    documented.sort_unstable();
-    documented.dedup();
-    let mut checks: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-    checks.sort_unstable();
-    assert_eq!(documented, checks);
 }
