@@ -40,6 +40,7 @@ mod placement;
 mod rbac;
 mod readme;
 mod release_workflow;
+mod renovate;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
