@@ -18,7 +18,7 @@ use crate::ServedKind;
 
 /// The pre-flight's checks, in the order a pass runs them; docs/cleanup.md lists each by name
 /// (`the_docs_list_every_check` in core/tests/preflight.rs). Adding one is a variant, its name,
-/// and the place that refuses with it.
+/// its place in [`Check::ALL`] (the build fails without it), and the place that refuses with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
     /// The caller is the service account the guard's matchCondition selects.
@@ -53,6 +53,7 @@ pub enum Check {
 }
 
 impl Check {
+    /// Every check, in the order a pass runs them (the compiler checks that none is missing).
     pub const ALL: [Check; 14] = [
         Check::JudgesThisCaller,
         Check::GuardExists,
@@ -90,6 +91,32 @@ impl Check {
         }
     }
 }
+
+// `Check::ALL` holds every check, which the compiler checks: the `match` below has one pattern
+// per entry of ALL and is exhaustive only while they cover every variant. A check left out of
+// ALL is a variant not covered; one listed twice leaves another out (ALL has a pattern per place).
+const _: () = {
+    const C0: Check = Check::ALL[0];
+    const C1: Check = Check::ALL[1];
+    const C2: Check = Check::ALL[2];
+    const C3: Check = Check::ALL[3];
+    const C4: Check = Check::ALL[4];
+    const C5: Check = Check::ALL[5];
+    const C6: Check = Check::ALL[6];
+    const C7: Check = Check::ALL[7];
+    const C8: Check = Check::ALL[8];
+    const C9: Check = Check::ALL[9];
+    const C10: Check = Check::ALL[10];
+    const C11: Check = Check::ALL[11];
+    const C12: Check = Check::ALL[12];
+    const C13: Check = Check::ALL[13];
+    const fn listed(check: Check) {
+        match check {
+            C0 | C1 | C2 | C3 | C4 | C5 | C6 | C7 | C8 | C9 | C10 | C11 | C12 | C13 => {}
+        }
+    }
+    listed(Check::GuardExists);
+};
 
 impl std::fmt::Display for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
