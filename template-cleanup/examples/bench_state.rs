@@ -17,8 +17,8 @@ use base64::Engine;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde_json::{json, Value};
+use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE};
 
-const LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
 const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta1";
 
 fn b64(bytes: &[u8]) -> String {
@@ -42,7 +42,7 @@ fn secret(namespace: &str, release: &str, version: u32, status: &str, data: &[u8
 fn template(namespace: &str, name: &str, spec: Value) -> Value {
     json!({"apiVersion": BOOTSTRAP, "kind": "KubeadmConfigTemplate",
         "metadata": {"name": name, "namespace": namespace, "creationTimestamp": "2020-01-01T00:00:00Z",
-                     "labels": {LABEL: "true", "app.kubernetes.io/part-of": "edge-fleet"}},
+                     "labels": {CLEANUP_LABEL: CLEANUP_VALUE, "app.kubernetes.io/part-of": "edge-fleet"}},
         "spec": spec})
 }
 

@@ -23,6 +23,7 @@ use kube::client::Body;
 use kube::Client;
 use rstest::rstest;
 use serde_json::{json, Value};
+use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE};
 
 use crate::api::{per_attempt, retrying_reads, Cluster};
 use crate::cli::Options;
@@ -113,7 +114,7 @@ fn template(name: &str, created: &str) -> Value {
     json!({
         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "Metal3MachineTemplate",
         "metadata": {"name": name, "namespace": "edge", "uid": format!("uid-{name}"), "resourceVersion": "7",
-            "creationTimestamp": created, "labels": {"capi-template-guard.kubewarden.io/cleanup": "true"}},
+            "creationTimestamp": created, "labels": {CLEANUP_LABEL: CLEANUP_VALUE}},
         "spec": {"template": {"spec": {}}},
     })
 }

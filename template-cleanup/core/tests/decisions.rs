@@ -8,7 +8,7 @@ use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::declared::{flux_kustomization, Declared};
 use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
-use template_cleanup_core::DeclaredObject;
+use template_cleanup_core::{DeclaredObject, CLEANUP_LABEL, CLEANUP_VALUE};
 
 mod common;
 use common::{m3mt, oref, INFRA};
@@ -30,16 +30,16 @@ fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> ListedTemp
     }
 }
 
-const LABEL: (&str, &str) = ("capi-template-guard.kubewarden.io/cleanup", "true");
+const LABEL: (&str, &str) = (CLEANUP_LABEL, CLEANUP_VALUE);
 const TOPOLOGY: (&str, &str) = ("topology.cluster.x-k8s.io/owned", "");
 
 #[rstest]
 #[case::labelled_and_old(vec![LABEL], 0, false, false, Ok(()))]
 #[case::topology_copy(vec![TOPOLOGY], 0, false, false, Ok(()))]
-#[case::label_false(vec![("capi-template-guard.kubewarden.io/cleanup", "false")], 0, false, false, Err(Skip::NotMarked))]
+#[case::label_false(vec![(CLEANUP_LABEL, "false")], 0, false, false, Err(Skip::NotMarked))]
 #[case::unmarked(vec![], 0, false, false, Err(Skip::NotMarked))]
-#[case::topology_copy_opted_out(vec![TOPOLOGY, ("capi-template-guard.kubewarden.io/cleanup", "false")], 0, false, false, Err(Skip::NotMarked))]
-#[case::topology_copy_other_value(vec![TOPOLOGY, ("capi-template-guard.kubewarden.io/cleanup", "no")], 0, false, false, Ok(()))]
+#[case::topology_copy_opted_out(vec![TOPOLOGY, (CLEANUP_LABEL, "false")], 0, false, false, Err(Skip::NotMarked))]
+#[case::topology_copy_other_value(vec![TOPOLOGY, (CLEANUP_LABEL, "no")], 0, false, false, Ok(()))]
 #[case::being_deleted(vec![LABEL], 0, true, false, Err(Skip::BeingDeleted))]
 #[case::young(vec![LABEL], 1000 - 599, false, false, Err(Skip::TooYoung))]
 #[case::exactly_min_age(vec![LABEL], 1000 - 600, false, false, Ok(()))]

@@ -350,7 +350,7 @@ async fn a_topology_copy_labelled_false_is_left() {
         let mut t = template(name, old);
         t["metadata"]["labels"] = json!({"topology.cluster.x-k8s.io/owned": ""});
         if let Some(value) = cleanup {
-            t["metadata"]["labels"]["capi-template-guard.kubewarden.io/cleanup"] = json!(value);
+            t["metadata"]["labels"][CLEANUP_LABEL] = json!(value);
         }
         t
     };
