@@ -595,3 +595,113 @@ fn what_names_its_namespace_on_its_own_does() {
         );
     }
 }
+
+/// The units of Sylva's values that build this project's kustomizations (`repo:
+/// capi-template-guard`; examples/sylva/values.yaml): name and kustomization, the unit's
+/// `_components` relative to its `path` as Flux reads them. Units whose path or components are
+/// templated by the chart are left to `make sylva-render`.
+fn sylva_units() -> Vec<(String, InstallPath)> {
+    let file = "examples/sylva/values.yaml";
+    let values = yaml_file(file);
+    let normal = |path: &str| {
+        let mut parts: Vec<&str> = Vec::new();
+        for part in path.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                part => parts.push(part),
+            }
+        }
+        parts.join("/")
+    };
+    let mut units = Vec::new();
+    for (name, unit) in values["units"].as_object().into_iter().flatten() {
+        if unit["repo"] != "capi-template-guard" {
+            continue;
+        }
+        let spec = &unit["kustomization_spec"];
+        let path = str_at(spec, "/path", file);
+        let components: Vec<String> = spec["_components"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c.as_str().unwrap_or("{{").to_string())
+            .collect();
+        if path.contains("{{") || components.iter().any(|c| c.contains("{{")) {
+            continue;
+        }
+        let path = normal(path);
+        let mut kustomization = format!("resources:\n  - {path}\n");
+        if !components.is_empty() {
+            kustomization.push_str("components:\n");
+            for component in &components {
+                kustomization
+                    .push_str(&format!("  - {}\n", normal(&format!("{path}/{component}"))));
+            }
+        }
+        units.push((
+            name.clone(),
+            InstallPath {
+                place: format!("{file}: unit {name}"),
+                kustomization,
+            },
+        ));
+    }
+    units
+}
+
+/// Sylva's units build, bind existing accounts (Sylva's kubewarden unit installs the chart in
+/// `kubewarden`, the default platform) and exempt only their own.
+#[test]
+fn sylvas_units_build_bind_and_exempt_only_their_own() {
+    if !kubectl() {
+        return;
+    }
+    let units = sylva_units();
+    assert!(units.len() >= 3, "{units:?}");
+    let mut failures = Vec::new();
+    for (_, unit) in &units {
+        match kustomize_text(&unit.kustomization) {
+            Err(e) => failures.push(format!("{}: does not build: {e}", unit.place)),
+            Ok(built) => failures.extend(
+                problems(unit, &built)
+                    .into_iter()
+                    .map(|p| format!("{}: {p}", unit.place)),
+            ),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// No object is applied by two of Sylva's units: two Flux Kustomizations that apply one object
+/// undo each other's version of it at every reconcile. examples/cleanup applies the main guard
+/// with template-cleanup's condition, examples/ without it, so Sylva needs one unit for both
+/// (examples/ with the components cleanup/component and cleanup/helm).
+#[test]
+#[ignore = "examples/sylva/values.yaml: the units capi-template-guard and capi-template-cleanup both apply the main guard (issue 56); run with --ignored once they are one"]
+fn no_object_is_applied_by_two_sylva_units() {
+    if !kubectl() {
+        return;
+    }
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, unit) in sylva_units() {
+        let built = kustomize_text(&unit.kustomization).unwrap_or_else(|e| panic!("{e}"));
+        for object in built {
+            let id = format!(
+                "{} {}/{}",
+                object["kind"].as_str().unwrap_or(""),
+                object["metadata"]["namespace"].as_str().unwrap_or(""),
+                object["metadata"]["name"].as_str().unwrap_or("")
+            );
+            owners.entry(id).or_default().push(name.clone());
+        }
+    }
+    let shared: Vec<String> = owners
+        .into_iter()
+        .filter(|(_, units)| units.len() > 1)
+        .map(|(id, units)| format!("{id}: {units:?}"))
+        .collect();
+    assert!(shared.is_empty(), "{}", shared.join("\n"));
+}
