@@ -40,10 +40,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_min_age)]
     pub min_age: Duration,
 
-    /// The guard's ClusterAdmissionPolicy (formerly --guard, still accepted)
+    /// The guard's ClusterAdmissionPolicy
     #[arg(
         long,
-        alias = "guard",
         value_name = "NAME",
         default_value = "capi-template-guard-cleanup"
     )]
@@ -220,15 +219,14 @@ mod tests {
         assert_eq!(args.helm_storage_namespace, ["x", "y"]);
     }
 
-    /// `--policy` names the guard's policy; `--guard`, its name before, still does.
+    /// `--policy` names the guard's policy; `--guard`, a name it had before any release, does not.
     #[test]
-    fn policy_and_its_former_name_guard() {
-        for flag in ["--policy=mine", "--guard=mine"] {
-            let args = Args::try_parse_from(["template-cleanup", flag]).unwrap();
-            assert_eq!(args.policy, "mine", "{flag}");
-        }
+    fn policy_names_the_guards_policy() {
+        let args = Args::try_parse_from(["template-cleanup", "--policy=mine"]).unwrap();
+        assert_eq!(args.policy, "mine");
         let args = Args::try_parse_from(["template-cleanup"]).unwrap();
         assert_eq!(args.policy, "capi-template-guard-cleanup");
+        assert!(Args::try_parse_from(["template-cleanup", "--guard=mine"]).is_err());
     }
 
     /// The CronJob of examples/cleanup passes only flags this command line defines, with values

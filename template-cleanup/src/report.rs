@@ -68,8 +68,7 @@ pub struct Counts {
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub dry_run: bool,
-    /// The policy checked (`--policy`); `guard` in the JSON output, as before the flag was renamed.
-    #[serde(rename = "guard")]
+    /// The policy checked (`--policy`).
     pub policy: String,
     pub sources: Vec<SourceLine>,
     /// What the live probe found (`crate::probe`).
@@ -403,10 +402,7 @@ mod tests {
         #[case] counted: usize,
         #[case] code: u8,
     ) {
-        let mut report = Report {
-            dry_run,
-            ..Report::default()
-        };
+        let mut report = Report::new(dry_run, "capi-template-guard-cleanup", None);
         report.outcome(line(), outcome);
         let mut counts = [0; 8];
         counts[counted] = 1;
@@ -422,6 +418,7 @@ mod tests {
         assert_eq!(report.exit_code(), code);
         let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
         assert_eq!(json["templates"][0]["verdict"], verdict.trim());
+        assert_eq!(json["policy"], "capi-template-guard-cleanup");
         let keys = [
             "deleted",
             "deletionStarted",
