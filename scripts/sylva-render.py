@@ -58,6 +58,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.dont_write_bytecode = True  # no __pycache__ in scripts/sylva-render
 sys.path.insert(0, str(ROOT / "scripts/sylva-render"))
 import flux  # noqa: E402
 import units as unit_checks  # noqa: E402

@@ -6,8 +6,9 @@ A check is one line of the result; each can fail:
   with Sylva's default (not strict) and in strict mode (Flux recommends it; an operator may turn
   it on);
 - names and namespaces: every name is a DNS subdomain and every namespace a DNS label (a `${...}`
-  left in them is neither); every namespaced object has a namespace, as the unit sets no
-  targetNamespace where it runs on the management cluster;
+  left in them is neither); every namespaced object has a namespace, as the units set no
+  targetNamespace and Flux's apply fails on one without ("namespace not specified", fluxcd/pkg
+  ssa/errors/errors.go);
 - types: labels, annotations, ConfigMap data and container env values are strings (substitution
   reads its result back as YAML, so `true` becomes a boolean, which the API server refuses);
 - what the unit's own objects refer to (a Pod's ServiceAccount and ConfigMaps, a RoleBinding's
