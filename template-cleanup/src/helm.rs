@@ -145,5 +145,6 @@ async fn fetch(
         secret.type_.as_deref(),
         release.map(|r| r.0.as_slice()),
         MAX_RELEASE_BYTES,
-    ))
+    )
+    .map_err(|e| e.to_string()))
 }

@@ -362,8 +362,9 @@ async fn prepare(
             let mut bad = None;
             let listed = cluster
                 .list_each(kind, o.namespaces.as_deref(), &selector, true, |item| {
-                    let template =
-                        ListedTemplate::from_listed(kind, &item, now).inspect_err(|e| {
+                    let template = ListedTemplate::from_listed(kind, &item, now)
+                        .map_err(|e| e.to_string())
+                        .inspect_err(|e| {
                             bad = Some(e.clone());
                         })?;
                     templates.insert(

@@ -89,7 +89,7 @@ pub async fn read(
             (Reader::Status(reader), Some(kind)) => {
                 let before = declared.len();
                 let count = list(cluster, source, kind, |item| {
-                    let declaration = reader(item)?;
+                    let declaration = reader(item).map_err(|e| e.to_string())?;
                     let by = match &declaration.note {
                         None => format!("{} {}", source.kind, name_of(item)),
                         Some(note) => format!("{} {} {note}", source.kind, name_of(item)),
@@ -104,7 +104,7 @@ pub async fn read(
             }
             (Reader::FluxHelmReleases, Some(kind)) => {
                 let count = list(cluster, source, kind, |item| {
-                    flux_helm.push(flux_helm_release(item)?);
+                    flux_helm.push(flux_helm_release(item).map_err(|e| e.to_string())?);
                     Ok(())
                 })
                 .await?;

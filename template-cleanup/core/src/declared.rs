@@ -59,6 +59,28 @@ pub struct Declaration {
     pub note: Option<String>,
 }
 
+/// Why a deploy tool's object cannot be read as its tool writes it: what it declares is then
+/// unknown. `what` names the object (`Flux Kustomization flux-system/sites`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ObjectError {
+    #[error("{what}: {field} is not a list.")]
+    NotAList { what: String, field: &'static str },
+    #[error("{what}: an inventory entry has no id: {entry}.")]
+    NoInventoryId { what: String, entry: Value },
+    #[error("{what}: inventory id {id:?} is not <namespace>_<name>_<group>_<Kind>.")]
+    InventoryId { what: String, id: String },
+    #[error("{what}: a status.resources entry has no kind or name: {entry}.")]
+    NoKindOrName { what: String, entry: Value },
+    #[error("{what}: {pointer} holds {value}, which is not a string.")]
+    NotAString {
+        what: String,
+        pointer: &'static str,
+        value: Value,
+    },
+    #[error("{what} has no metadata.namespace.")]
+    NoNamespace { what: String },
+}
+
 /// `namespace/name` of an object, for messages (empty parts when absent).
 pub(crate) fn name_of(object: &Value) -> String {
     let ns = object
@@ -76,23 +98,28 @@ pub(crate) fn name_of(object: &Value) -> String {
 /// (kustomize-controller `api/v1/inventory_types.go`, `ResourceRef.ID`; the format is
 /// fluxcd/cli-utils `pkg/object/objmetadata.go`, `ObjMetadata.String`, where a `:` in a name is
 /// written `__`). A Kustomization with no inventory yet declares nothing.
-pub fn flux_kustomization(object: &Value) -> Result<Vec<DeclaredObject>, String> {
+pub fn flux_kustomization(object: &Value) -> Result<Vec<DeclaredObject>, ObjectError> {
     let what = format!("Flux Kustomization {}", name_of(object));
     let Some(entries) = object.pointer("/status/inventory/entries") else {
         return Ok(Vec::new());
     };
-    let entries = entries
-        .as_array()
-        .ok_or_else(|| format!("{what}: status.inventory.entries is not a list."))?;
+    let entries = entries.as_array().ok_or_else(|| ObjectError::NotAList {
+        what: what.clone(),
+        field: "status.inventory.entries",
+    })?;
     entries
         .iter()
         .map(|entry| {
-            let id = entry
-                .get("id")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("{what}: an inventory entry has no id: {entry}."))?;
-            let bad =
-                || format!("{what}: inventory id {id:?} is not <namespace>_<name>_<group>_<Kind>.");
+            let id = entry.get("id").and_then(Value::as_str).ok_or_else(|| {
+                ObjectError::NoInventoryId {
+                    what: what.clone(),
+                    entry: entry.clone(),
+                }
+            })?;
+            let bad = || ObjectError::InventoryId {
+                what: what.clone(),
+                id: id.to_string(),
+            };
             let mut back = id.rsplitn(3, '_');
             let (kind, group, rest) = (back.next(), back.next(), back.next());
             let (Some(kind), Some(group), Some(rest)) = (kind, group, rest) else {
@@ -113,7 +140,7 @@ pub fn flux_kustomization(object: &Value) -> Result<Vec<DeclaredObject>, String>
 }
 
 /// [`flux_kustomization`] as a [`Declaration`], the shape of the sources table's readers.
-pub fn flux_kustomization_declaration(object: &Value) -> Result<Declaration, String> {
+pub fn flux_kustomization_declaration(object: &Value) -> Result<Declaration, ObjectError> {
     flux_kustomization(object).map(|objects| Declaration {
         objects,
         note: None,
@@ -134,14 +161,15 @@ pub fn flux_kustomization_declaration(object: &Value) -> Result<Declaration, Str
 /// (`ApplicationConditionComparisonError`, types.go:1904; kept in `status.conditions` by
 /// `SetConditions`, :1108). Every live object then reads `requiresPruning`: with such a
 /// condition, everything the Application lists counts as declared.
-pub fn argo_application(object: &Value) -> Result<Declaration, String> {
+pub fn argo_application(object: &Value) -> Result<Declaration, ObjectError> {
     let what = format!("Argo CD Application {}", name_of(object));
     let Some(resources) = object.pointer("/status/resources") else {
         return Ok(Declaration::default());
     };
-    let resources = resources
-        .as_array()
-        .ok_or_else(|| format!("{what}: status.resources is not a list."))?;
+    let resources = resources.as_array().ok_or_else(|| ObjectError::NotAList {
+        what: what.clone(),
+        field: "status.resources",
+    })?;
     let unloaded = argo_comparison_error(object, &what)?;
     let objects = resources
         .iter()
@@ -150,9 +178,10 @@ pub fn argo_application(object: &Value) -> Result<Declaration, String> {
             let field = |key: &str| r.get(key).and_then(Value::as_str).unwrap_or("").to_string();
             let (kind, name) = (field("kind"), field("name"));
             if kind.is_empty() || name.is_empty() {
-                return Err(format!(
-                    "{what}: a status.resources entry has no kind or name: {r}."
-                ));
+                return Err(ObjectError::NoKindOrName {
+                    what: what.clone(),
+                    entry: r.clone(),
+                });
             }
             Ok(DeclaredObject {
                 group: field("group"),
@@ -161,7 +190,7 @@ pub fn argo_application(object: &Value) -> Result<Declaration, String> {
                 name,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, ObjectError>>()?;
     Ok(Declaration {
         objects,
         note: unloaded.map(|message| {
@@ -173,11 +202,16 @@ pub fn argo_application(object: &Value) -> Result<Declaration, String> {
 }
 
 /// The message of the Application's `ComparisonError` condition, if it has one.
-fn argo_comparison_error(object: &Value, what: &str) -> Result<Option<String>, String> {
+fn argo_comparison_error(object: &Value, what: &str) -> Result<Option<String>, ObjectError> {
     let conditions = match object.pointer("/status/conditions") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err(format!("{what}: status.conditions is not a list.")),
+        Some(_) => {
+            return Err(ObjectError::NotAList {
+                what: what.to_string(),
+                field: "status.conditions",
+            })
+        }
     };
     Ok(conditions
         .iter()

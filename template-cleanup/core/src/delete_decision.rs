@@ -17,7 +17,7 @@ use guard::decision::{decide, Decision};
 use guard::error::LookupError;
 use guard::lookups::{ClusterState, Lookups, Scanned};
 use guard::message;
-use guard::references::{take_candidate, Candidate};
+use guard::references::{take_candidate, BadField, Candidate};
 use guard::settings::Settings;
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ impl Referrers {
     /// ignored). One without a namespace is not a namespaced object as listed and is skipped;
     /// one with a field of another shape is an error, as the guard's own list of it fails (then
     /// it refuses every DELETE that asks it).
-    pub fn add(&mut self, kind: &str, object: &Value) -> Result<(), String> {
+    pub fn add(&mut self, kind: &str, object: &Value) -> Result<(), UnreadableReferrer> {
         let namespace = guard::metadata::namespace_of(object);
         let name = object
             .pointer("/metadata/name")
@@ -43,14 +43,15 @@ impl Referrers {
         let (Some(entry), false) = (catalogue::referrer_named(kind), namespace.is_empty()) else {
             return Ok(());
         };
-        let mut read: Object = serde_json::from_value(object.clone())
-            .map_err(|e| format!("{kind} {namespace}/{name} cannot be read: {e}"))?;
-        let mut candidate = take_candidate(entry, &mut read).map_err(|bad| {
-            format!(
-                "{kind} {namespace}/{name} cannot be read: {} is not {}",
-                bad.field, bad.expected
-            )
+        let what = || format!("{kind} {namespace}/{name}");
+        let mut read: Object = serde_json::from_value(object.clone()).map_err(|source| {
+            UnreadableReferrer::Object {
+                what: what(),
+                source,
+            }
         })?;
+        let mut candidate = take_candidate(entry, &mut read)
+            .map_err(|bad| UnreadableReferrer::Field { what: what(), bad })?;
         // Listed at the version its apiVersion gives, as the guard lists it at one version.
         let version = object
             .get("apiVersion")
@@ -89,9 +90,12 @@ impl Referrers {
         let Some(class) = catalogue::template_class(group, kind) else {
             return Verdict::Releases(format!("{kind}.{group} is not a kind the guard protects"));
         };
-        match read_template(group, kind, class, template) {
+        match Template::from_object(group, kind, class, template) {
             Ok(template) => self.decide(&template, settings),
-            Err(why) => Verdict::Releases(why),
+            Err(e) => Verdict::Releases(format!(
+                "the guard cannot read it: {}",
+                message::describe(&e)
+            )),
         }
     }
 
@@ -113,6 +117,20 @@ impl Referrers {
     }
 }
 
+/// A listed referrer the guard cannot read, as the guard's own list of it fails (then it refuses
+/// every DELETE that asks it). `what` names it (`MachineDeployment edge/md`).
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableReferrer {
+    #[error("{what} cannot be read: {source}")]
+    Object {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what} cannot be read: {} is not {}", .bad.field, .bad.expected)]
+    Field { what: String, bad: BadField },
+}
+
 /// What the guard's own decision says of a template, over what the pass listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -122,16 +140,6 @@ pub enum Verdict {
     /// It would let it go, or cannot read it: the pass asks the live guard with a DELETE, and
     /// the probe tries another target. Why.
     Releases(String),
-}
-
-fn read_template(
-    group: &str,
-    kind: &str,
-    class: TemplateClass,
-    template: &Value,
-) -> Result<Template, String> {
-    Template::from_object(group, kind, class, template)
-        .map_err(|e| format!("the guard cannot read it: {}", message::describe(&e)))
 }
 
 /// The guard's [`Lookups`] answered from what the pass has read: the listed referrers of the

@@ -24,7 +24,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::declared::name_of;
+use crate::declared::{name_of, ObjectError};
 use crate::DeclaredObject;
 use guard::capi::group_of;
 
@@ -141,6 +141,59 @@ pub fn current_revisions(stored: &[StoredRevision]) -> Vec<&StoredRevision> {
     out
 }
 
+/// Why a stored release cannot be read: every template it might declare then counts as
+/// declared. `what` names the Secret (`Helm release Secret edge/sh.helm.release.v1.site.v3`).
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("its Secret {secret} is of type {secret_type:?}, not {SECRET_TYPE}")]
+    NotHelmsType { secret: String, secret_type: String },
+    #[error("its Secret {secret} has no data.release")]
+    NoRelease { secret: String },
+    #[error("{what}: the release is not Helm's base64 ({source}).")]
+    NotBase64 {
+        what: String,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("{what}: the release is larger than {mib} MiB once decompressed, more than any release Helm writes.")]
+    TooLargeUnzipped { what: String, mib: u64 },
+    #[error("{what}: the release is larger than {mib} MiB.")]
+    TooLarge { what: String, mib: u64 },
+    #[error("{what}: the release does not gunzip ({source}).")]
+    NotGzip {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what}: the release is not Helm's release JSON ({source}).")]
+    NotReleaseJson {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what}: {source}")]
+    Manifest {
+        what: String,
+        #[source]
+        source: ManifestError,
+    },
+}
+
+/// Why a release's rendered manifest cannot be read within its bounds. `document` counts from 1.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("manifest document #{document} may hold {nodes} YAML nodes, more than the {MAX_DOCUMENT_NODES} a template document is read with.")]
+    TooManyNodes { document: usize, nodes: usize },
+    #[error("manifest document #{document} may hold {aliases} YAML aliases, more than the {MAX_DOCUMENT_ALIASES} a template document is read with.")]
+    TooManyAliases { document: usize, aliases: usize },
+    #[error("manifest document #{document} is not YAML ({source}).")]
+    NotYaml {
+        document: usize,
+        #[source]
+        source: yaml_serde::Error,
+    },
+}
+
 /// One revision of a Helm release, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelmRevision {
@@ -186,40 +239,49 @@ pub fn release_from_secret(
     secret: &str,
     helm_text: &[u8],
     limit: u64,
-) -> Result<HelmRevision, String> {
+) -> Result<HelmRevision, ReleaseError> {
     let what = format!("Helm release Secret {namespace}/{secret}");
     let b64 = base64::engine::general_purpose::STANDARD;
     let bytes = b64
         .decode(helm_text)
-        .map_err(|e| format!("{what}: the release is not Helm's base64 ({e})."))?;
+        .map_err(|source| ReleaseError::NotBase64 {
+            what: what.clone(),
+            source,
+        })?;
     // the release JSON is read as it is decompressed, keeping only the fields below (the chart,
     // its files and values are skipped): the manifest is the only large thing held
-    let too_large = || {
-        format!(
-            "{what}: the release is larger than {} MiB once decompressed, more than any release Helm writes.",
-            limit >> 20
-        )
+    let too_large = || ReleaseError::TooLargeUnzipped {
+        what: what.clone(),
+        mib: limit >> 20,
     };
     let release: Result<Release, _> = if bytes.starts_with(&GZIP_MAGIC) {
         let reader = Capped {
             inner: flate2::read::GzDecoder::new(bytes.as_slice()),
             left: limit,
         };
-        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(|e: serde_json::Error| {
-            match e.io_error_kind() {
+        serde_json::from_reader(std::io::BufReader::new(reader)).map_err(
+            |source: serde_json::Error| match source.io_error_kind() {
                 Some(std::io::ErrorKind::FileTooLarge) => too_large(),
-                Some(_) => format!("{what}: the release does not gunzip ({e})."),
-                None => format!("{what}: the release is not Helm's release JSON ({e})."),
-            }
-        })
+                Some(_) => ReleaseError::NotGzip {
+                    what: what.clone(),
+                    source,
+                },
+                None => ReleaseError::NotReleaseJson {
+                    what: what.clone(),
+                    source,
+                },
+            },
+        )
     } else if bytes.len() as u64 > limit {
-        return Err(format!(
-            "{what}: the release is larger than {} MiB.",
-            limit >> 20
-        ));
+        return Err(ReleaseError::TooLarge {
+            what,
+            mib: limit >> 20,
+        });
     } else {
-        serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{what}: the release is not Helm's release JSON ({e})."))
+        serde_json::from_slice(&bytes).map_err(|source| ReleaseError::NotReleaseJson {
+            what: what.clone(),
+            source,
+        })
     };
     drop(bytes);
     let release = release?;
@@ -228,8 +290,8 @@ pub fn release_from_secret(
     } else {
         release.namespace
     };
-    let objects =
-        manifest_objects(&release.manifest, &namespace).map_err(|e| format!("{what}: {e}"))?;
+    let objects = manifest_objects(&release.manifest, &namespace)
+        .map_err(|source| ReleaseError::Manifest { what, source })?;
     Ok(HelmRevision {
         namespace,
         name: release.name,
@@ -248,15 +310,17 @@ pub fn stored_release(
     secret_type: Option<&str>,
     release: Option<&[u8]>,
     limit: u64,
-) -> Result<HelmRevision, String> {
+) -> Result<HelmRevision, ReleaseError> {
     if secret_type != Some(SECRET_TYPE) {
-        return Err(format!(
-            "its Secret {secret} is of type {:?}, not {SECRET_TYPE}",
-            secret_type.unwrap_or_default()
-        ));
+        return Err(ReleaseError::NotHelmsType {
+            secret: secret.to_string(),
+            secret_type: secret_type.unwrap_or_default().to_string(),
+        });
     }
     let Some(helm_text) = release else {
-        return Err(format!("its Secret {secret} has no data.release"));
+        return Err(ReleaseError::NoRelease {
+            secret: secret.to_string(),
+        });
     };
     release_from_secret(namespace, secret, helm_text, limit)
 }
@@ -348,7 +412,7 @@ fn documents(manifest: &str) -> impl Iterator<Item = &str> {
 /// is not parsed. The others are parsed within bounds ([`MAX_DOCUMENT_NODES`],
 /// [`MAX_DOCUMENT_ALIASES`], and the YAML parser's depth of 128), reading only their head; one
 /// that exceeds them, or is not YAML, makes the release unreadable.
-fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObject>, String> {
+fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObject>, ManifestError> {
     let mut out = Vec::new();
     for (i, text) in documents(manifest).enumerate() {
         if !text.contains("Template") {
@@ -356,15 +420,24 @@ fn manifest_objects(manifest: &str, namespace: &str) -> Result<Vec<DeclaredObjec
         }
         let nodes = text.bytes().filter(|b| b",[]{}:-\n".contains(b)).count();
         if nodes > MAX_DOCUMENT_NODES {
-            return Err(format!("manifest document #{} may hold {nodes} YAML nodes, more than the {MAX_DOCUMENT_NODES} a template document is read with.", i + 1));
+            return Err(ManifestError::TooManyNodes {
+                document: i + 1,
+                nodes,
+            });
         }
         let aliases = text.bytes().filter(|b| *b == b'*').count();
         if aliases > MAX_DOCUMENT_ALIASES {
-            return Err(format!("manifest document #{} may hold {aliases} YAML aliases, more than the {MAX_DOCUMENT_ALIASES} a template document is read with.", i + 1));
+            return Err(ManifestError::TooManyAliases {
+                document: i + 1,
+                aliases,
+            });
         }
         for document in yaml_serde::Deserializer::from_str(text) {
-            let head = Option::<Head>::deserialize(document)
-                .map_err(|e| format!("manifest document #{} is not YAML ({e}).", i + 1))?;
+            let head =
+                Option::<Head>::deserialize(document).map_err(|source| ManifestError::NotYaml {
+                    document: i + 1,
+                    source,
+                })?;
             let Some(head) = head else { continue };
             let field = |v: &Option<yaml_serde::Value>| {
                 v.as_ref()
@@ -411,18 +484,20 @@ pub struct FluxHelmRelease {
 }
 
 /// A Flux HelmRelease as the API server returns it.
-pub fn flux_helm_release(object: &Value) -> Result<FluxHelmRelease, String> {
+pub fn flux_helm_release(object: &Value) -> Result<FluxHelmRelease, ObjectError> {
     let what = format!("Flux HelmRelease {}", name_of(object));
-    let text = |pointer: &str| match object.pointer(pointer) {
+    let text = |pointer: &'static str| match object.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!(
-            "{what}: {pointer} holds {other}, which is not a string."
-        )),
+        Some(other) => Err(ObjectError::NotAString {
+            what: what.clone(),
+            pointer,
+            value: other.clone(),
+        }),
     };
-    let own =
-        text("/metadata/namespace")?.ok_or_else(|| format!("{what} has no metadata.namespace."))?;
+    let own = text("/metadata/namespace")?
+        .ok_or_else(|| ObjectError::NoNamespace { what: what.clone() })?;
     let mut storage: Vec<String> = text("/status/storageNamespace")?.into_iter().collect();
     storage.push(text("/spec/storageNamespace")?.unwrap_or(own.clone()));
     storage.dedup();

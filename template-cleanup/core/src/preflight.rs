@@ -194,16 +194,31 @@ fn text<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
     object.pointer(pointer).and_then(Value::as_str)
 }
 
-fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+/// A field of a webhook rule that is not as kube-apiserver writes it; `field` names it
+/// (`rules[0].apiGroups`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum RuleField {
+    #[error("{field} is missing or not a list.")]
+    NotAList { field: String },
+    #[error("{field} holds {value}, which is not a string.")]
+    NotAString { field: String, value: Value },
+}
+
+fn strings(value: Option<&Value>, field: &str) -> Result<Vec<String>, RuleField> {
     let Some(items) = value.and_then(Value::as_array) else {
-        return Err(format!("{what} is missing or not a list."));
+        return Err(RuleField::NotAList {
+            field: field.to_string(),
+        });
     };
     items
         .iter()
         .map(|item| {
             item.as_str()
                 .map(str::to_string)
-                .ok_or_else(|| format!("{what} holds {item}, which is not a string."))
+                .ok_or_else(|| RuleField::NotAString {
+                    field: field.to_string(),
+                    value: item.clone(),
+                })
         })
         .collect()
 }
@@ -514,14 +529,15 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
                     None | Some(Value::Null) => None,
                     Some(Value::String(scope)) => Some(scope.clone()),
                     Some(other) => {
-                        return Err(format!(
-                            "rules[{i}].scope holds {other}, which is not a string."
-                        ))
+                        return Err(RuleField::NotAString {
+                            field: format!("rules[{i}].scope"),
+                            value: other.clone(),
+                        })
                     }
                 },
             })
         })
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, RuleField>>()
         .map_err(|e| refuse(Check::RulesCoverDelete, format!("{what}: {e}")))?;
     Ok(Webhook {
         rules,

@@ -11,6 +11,18 @@ use serde_json::Value;
 use crate::declared::Declared;
 use crate::{DeclaredObject, ServedKind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
+/// A listed object without name, uid or resourceVersion: the DELETE's preconditions need the
+/// last two.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the API server listed a {resource} without name, uid or resourceVersion ({namespace}/{name})."
+)]
+pub struct Unidentified {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
 /// A template as listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedTemplate {
@@ -47,7 +59,7 @@ impl ListedTemplate {
     /// An object of `kind` as the API server lists it (JSON); an object without a creation time
     /// counts as created at `now`. A listed object without name, uid or resourceVersion is an
     /// error: the DELETE's preconditions need the last two.
-    pub fn from_listed(kind: &ServedKind, item: &Value, now: i64) -> Result<Self, String> {
+    pub fn from_listed(kind: &ServedKind, item: &Value, now: i64) -> Result<Self, Unidentified> {
         let field = |p: &str| {
             item.pointer(p)
                 .and_then(Value::as_str)
@@ -57,10 +69,11 @@ impl ListedTemplate {
         let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
         let (uid, resource_version) = (field("/metadata/uid"), field("/metadata/resourceVersion"));
         if name.is_empty() || uid.is_empty() || resource_version.is_empty() {
-            return Err(format!(
-                "the API server listed a {} without name, uid or resourceVersion ({namespace}/{name}).",
-                kind.resource()
-            ));
+            return Err(Unidentified {
+                resource: kind.resource(),
+                namespace,
+                name,
+            });
         }
         let created = item
             .pointer("/metadata/creationTimestamp")

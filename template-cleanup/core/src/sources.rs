@@ -6,13 +6,13 @@
 
 use serde_json::Value;
 
-use crate::declared::{argo_application, flux_kustomization_declaration, Declaration};
+use crate::declared::{argo_application, flux_kustomization_declaration, Declaration, ObjectError};
 
 /// How a source's objects are read.
 #[derive(Debug, Clone, Copy)]
 pub enum Reader {
     /// Each object's status names what it declares; listed in every namespace.
-    Status(fn(&Value) -> Result<Declaration, String>),
+    Status(fn(&Value) -> Result<Declaration, ObjectError>),
     /// Where helm-controller stores releases and where they render
     /// ([`crate::helm::flux_helm_release`]); listed in every namespace.
     FluxHelmReleases,

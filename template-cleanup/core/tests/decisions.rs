@@ -110,7 +110,7 @@ status:
     assert_eq!(flux_kustomization(&json!({"status": {}})).unwrap(), vec![]);
     let bad = json!({"metadata": {"name": "k", "namespace": "n"}, "status": {"inventory": {"entries": [{"id": "nounderscores"}]}}});
     assert_eq!(
-        flux_kustomization(&bad).unwrap_err(),
+        flux_kustomization(&bad).unwrap_err().to_string(),
         "Flux Kustomization n/k: inventory id \"nounderscores\" is not <namespace>_<name>_<group>_<Kind>."
     );
 }
@@ -144,7 +144,7 @@ fn a_listed_object_as_a_template(
             assert_eq!(t.kind, m3mt("v1beta2"));
         }
         (Err(e), Err(())) => assert_eq!(
-            e,
+            e.to_string(),
             format!(
                 "the API server listed a metal3machinetemplates.{INFRA} without name, uid or resourceVersion (edge/{}).",
                 item["metadata"]["name"].as_str().unwrap_or("")

@@ -80,7 +80,8 @@ fn a_machine_deployment_the_guard_cannot_read_is_an_error() {
     );
     let error = Referrers::default()
         .add(MACHINE_DEPLOYMENT, &bad)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         error.starts_with("MachineDeployment edge/md cannot be read: "),
         "{error}"
