@@ -22,9 +22,11 @@ use regex::Regex;
 /// How the release's URLs of the examples start; `?ref=v<version>` ends them.
 const REPOSITORY: &str = "https://github.com/capi-template-guard/capi-template-guard//";
 
-/// The documents whose commands and kustomizations are install paths.
-const DOCUMENTS: [&str; 4] = [
+/// The documents whose commands and kustomizations are install paths (artifacthub-pkg.yml: its
+/// install text, Markdown in YAML).
+const DOCUMENTS: [&str; 5] = [
     "README.md",
+    "artifacthub-pkg.yml",
     "docs/operations.md",
     "docs/cleanup.md",
     "docs/deploy-tools.md",
@@ -310,7 +312,20 @@ fn every_documented_install_path_builds_binds_and_exempts_only_its_own() {
         return;
     }
     let paths = documented_paths();
-    assert!(paths.len() > 10, "{paths:?}");
+    for document in [
+        "README.md",
+        "artifacthub-pkg.yml",
+        "docs/operations.md",
+        "docs/cleanup.md",
+        "examples/cleanup/helm/kustomization.yaml",
+    ] {
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.place.starts_with(&format!("{document}:"))),
+            "no install path read in {document}"
+        );
+    }
     let mut failures = Vec::new();
     for path in &paths {
         match kustomize_text(&path.kustomization) {
