@@ -3,8 +3,8 @@
 # (docs/operations.md, "Sylva"), with the guard active. `testhost apiserver` (testhost/README.md)
 # models the management cluster right after `clusterctl move` and the first `cluster` install in
 # sylva-system: the live templates are what the bootstrap cluster rendered (images on its
-# os-image-server, 192.0.2.5), adopted by Helm unchanged, and Helm's release Secret of `cluster`
-# holds the management render (192.0.2.10). Its DELETEs of templates go through its validating
+# os-image-server, 192.0.2.5), adopted by Helm unchanged, and Helm's storage of `cluster` holds two
+# revisions marked deployed, the latest with the management render (192.0.2.10). Its DELETEs of templates go through its validating
 # webhook, which runs the compiled policy.wasm as the main guard of examples/ (built by kubectl
 # kustomize, with the status Kubewarden gives an active policy and the ValidatingWebhookConfiguration
 # kubewarden-controller writes for it). Then:
