@@ -102,10 +102,10 @@ impl<Res> Policy<http::Request<Body>, http::Response<Res>, BoxError> for Reads {
 /// default retry layer, `RetryPolicy::server_retry()` (up to 15 retries on 429, 503 and 504 of
 /// any method, backoff up to 1,000 s: kube-rs 5.0.0 `kube-client/src/client/builder.rs`,
 /// `make_generic_builder`), which would send a DELETE again.
-pub fn client(mut config: kube::Config, timeout: Duration) -> Result<Client, String> {
+pub fn client(mut config: kube::Config, timeout: Duration) -> Result<Client, kube::Error> {
     config.connect_timeout = Some(timeout);
     config.default_retry = false;
-    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    let builder = kube::client::ClientBuilder::try_from(config)?;
     Ok(builder
         .with_layer(&tower::buffer::BufferLayer::new(64))
         .with_layer(&per_attempt(timeout))
@@ -127,20 +127,26 @@ pub fn per_attempt(timeout: Duration) -> TimeoutLayer {
 }
 
 /// A call that got no usable answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
     /// The API server answered with an error status.
+    #[error("{} {}: {}", .0.code, .0.reason, .0.message)]
     Status(ErrorStatus),
-    /// No answer (timeout, connection) or one that cannot be read.
+    /// No answer (timeout, connection) or one that cannot be read, as kube-rs describes it.
+    #[error("{0}")]
     Other(String),
 }
 
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallError::Status(r) => write!(f, "{} {}: {}", r.code, r.reason, r.message),
-            CallError::Other(text) => f.write_str(text),
-        }
+/// Why [`Cluster::list_each`] stopped: the API server's answer, or the caller's error on an item.
+#[derive(Debug)]
+pub enum ListError<E> {
+    Call(CallError),
+    Item(E),
+}
+
+impl<E> From<CallError> for ListError<E> {
+    fn from(e: CallError) -> Self {
+        ListError::Call(e)
     }
 }
 
@@ -300,15 +306,16 @@ impl Cluster {
     /// namespaces), handed to `each` one at a time, page by page, following `continue`: no page is
     /// kept once read, so a pass holds only what `each` keeps. `metadata_only`: the API server
     /// sends each object's metadata alone (`PartialObjectMetadataList`), and `each` gets
-    /// `{"metadata": ...}`. Returns how many there were.
-    pub async fn list_each(
+    /// `{"metadata": ...}`. Returns how many there were; the first error of `each` stops the list
+    /// and is returned as it is.
+    pub async fn list_each<E>(
         &self,
         kind: &ServedKind,
         namespaces: Option<&[String]>,
         selector: &str,
         metadata_only: bool,
-        mut each: impl FnMut(Value) -> Result<(), String>,
-    ) -> Result<usize, CallError> {
+        mut each: impl FnMut(Value) -> Result<(), E>,
+    ) -> Result<usize, ListError<E>> {
         let resource = api_resource(kind);
         let apis: Vec<Api<DynamicObject>> = match namespaces {
             None => vec![Api::all_with(self.client.clone(), &resource)],
@@ -340,14 +347,14 @@ impl Cluster {
                             ))
                         })?;
                         each(serde_json::json!({ "metadata": metadata }))
-                            .map_err(CallError::Other)?;
+                            .map_err(ListError::Item)?;
                     }
                     page.metadata.continue_
                 } else {
                     let page = self.call(&what, api.list(&params)).await?;
                     count += page.items.len();
                     for item in page.items {
-                        each(to_json(&item)?).map_err(CallError::Other)?;
+                        each(to_json(&item)?).map_err(ListError::Item)?;
                     }
                     page.metadata.continue_
                 };

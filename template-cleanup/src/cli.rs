@@ -101,19 +101,40 @@ pub struct Options {
     pub time_limit: std::time::Duration,
 }
 
+/// A duration flag's value that is not a positive duration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error(
+        "{text:?} is not a duration ({source}): write a number with a unit, as in 10m or 1h30m"
+    )]
+    NotADuration {
+        text: String,
+        #[source]
+        source: humantime::DurationError,
+    },
+    /// `why`: what a 0 would do.
+    #[error("{flag} cannot be 0: {why}")]
+    Zero {
+        flag: &'static str,
+        why: &'static str,
+    },
+}
+
 /// A positive duration as humantime reads it: `90s`, `10m`, `1h30m`, `2d`.
-fn positive(text: &str, flag: &str, zero: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|e| {
-        format!("{text:?} is not a duration ({e}): write a number with a unit, as in 10m or 1h30m")
-    })?;
+fn positive(text: &str, flag: &'static str, zero: &'static str) -> Result<Duration, DurationError> {
+    let duration =
+        humantime::parse_duration(text).map_err(|source| DurationError::NotADuration {
+            text: text.to_string(),
+            source,
+        })?;
     if duration.is_zero() {
-        return Err(format!("{flag} cannot be 0: {zero}"));
+        return Err(DurationError::Zero { flag, why: zero });
     }
     Ok(duration)
 }
 
 /// `--min-age`.
-pub fn parse_min_age(text: &str) -> Result<Duration, String> {
+pub fn parse_min_age(text: &str) -> Result<Duration, DurationError> {
     positive(
         text,
         "--min-age",
@@ -122,7 +143,7 @@ pub fn parse_min_age(text: &str) -> Result<Duration, String> {
 }
 
 /// `--request-timeout`.
-pub fn parse_request_timeout(text: &str) -> Result<Duration, String> {
+pub fn parse_request_timeout(text: &str) -> Result<Duration, DurationError> {
     positive(
         text,
         "--request-timeout",
@@ -131,7 +152,7 @@ pub fn parse_request_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `--time-limit`.
-pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
+pub fn parse_time_limit(text: &str) -> Result<Duration, DurationError> {
     positive(
         text,
         "--time-limit",
@@ -158,7 +179,7 @@ mod tests {
     fn min_ages(#[case] text: &str, #[case] expected: Result<u64, &str>) {
         match (parse_min_age(text), expected) {
             (Ok(d), Ok(seconds)) => assert_eq!(d.as_secs(), seconds),
-            (Err(e), Err(start)) => assert!(e.starts_with(start), "{e}"),
+            (Err(e), Err(start)) => assert!(e.to_string().starts_with(start), "{e}"),
             (got, expected) => panic!("{text}: expected {expected:?}, got {got:?}"),
         }
     }
@@ -166,7 +187,7 @@ mod tests {
     #[test]
     fn a_request_timeout_of_0_is_refused_with_the_reason() {
         assert_eq!(
-            parse_request_timeout("0s"),
+            parse_request_timeout("0s").map_err(|e| e.to_string()),
             Err(
                 "--request-timeout cannot be 0: every request would time out before it is sent."
                     .to_string()

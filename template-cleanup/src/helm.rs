@@ -14,6 +14,7 @@ use template_cleanup_core::helm::{
 };
 
 use crate::api::Cluster;
+use crate::error::{RevisionError, SourceError};
 
 /// Where the release Secrets are read: `None` for every namespace (the collection is
 /// cluster-wide); else the namespaces collected in, those of `--helm-storage-namespace`, and the
@@ -40,7 +41,7 @@ pub async fn read(
     namespaces: Option<&[String]>,
     flux: &[FluxHelmRelease],
     declared: &mut Declared,
-) -> Result<String, String> {
+) -> Result<String, SourceError> {
     let scopes: Vec<Option<&str>> = match namespaces {
         None => vec![None],
         Some(list) => list.iter().map(|ns| Some(ns.as_str())).collect(),
@@ -61,9 +62,9 @@ pub async fn read(
                 }
             })
             .await
-            .map_err(|e| {
-                let place = scope.map_or("every namespace".into(), |ns| format!("namespace {ns}"));
-                format!("cannot read Helm's release Secrets in {place}: {e}.")
+            .map_err(|source| SourceError::HelmSecrets {
+                place: scope.map_or("every namespace".into(), |ns| format!("namespace {ns}")),
+                source,
             })?;
     }
     let current = current_revisions(&stored);
@@ -86,7 +87,7 @@ pub async fn read(
             Err(reason) => unreadable.push(Unreadable {
                 namespace: revision.namespace.clone(),
                 release: revision.release.clone(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }
@@ -127,16 +128,20 @@ pub async fn read(
 async fn fetch(
     cluster: &Cluster,
     revision: &StoredRevision,
-) -> Result<Result<HelmRevision, String>, String> {
+) -> Result<Result<HelmRevision, RevisionError>, SourceError> {
     let (namespace, name) = (&revision.namespace, &revision.secret);
     let secret = cluster
         .get_secret(namespace, name)
         .await
-        .map_err(|e| format!("cannot read Helm's release Secret {namespace}/{name}: {e}."))?;
+        .map_err(|source| SourceError::HelmSecret {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source,
+        })?;
     let Some(secret) = secret else {
-        return Ok(Err(format!(
-            "its Secret {name} was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again"
-        )));
+        return Ok(Err(RevisionError::Deleted {
+            secret: name.clone(),
+        }));
     };
     let release = secret.data.as_ref().and_then(|d| d.get("release"));
     Ok(stored_release(
@@ -146,5 +151,5 @@ async fn fetch(
         release.map(|r| r.0.as_slice()),
         MAX_RELEASE_BYTES,
     )
-    .map_err(|e| e.to_string()))
+    .map_err(RevisionError::from))
 }

@@ -3,6 +3,7 @@
 
 mod api;
 mod cli;
+mod error;
 mod events;
 mod helm;
 mod openreports;

@@ -20,8 +20,9 @@ use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
 use template_cleanup_core::ServedKind;
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
-use crate::api::{CallError, Cluster};
+use crate::api::{CallError, Cluster, ListError};
 use crate::cli::{Args, Options, Output};
+use crate::error::{ConfigError, Error};
 use crate::probe::{self, Proof};
 use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
 use crate::{events, openreports};
@@ -31,13 +32,9 @@ use crate::{events, openreports};
 pub async fn main(args: Args) -> u8 {
     let client = match client(&args).await {
         Ok(client) => client,
-        Err(e) => {
-            eprintln!(
-                "template-cleanup: {}",
-                nothing_deleted(&format!(
-                    "no Kubernetes configuration (kubeconfig or in-cluster): {e}."
-                ))
-            );
+        Err(source) => {
+            let error = Error::NoConfiguration { source };
+            eprintln!("template-cleanup: {}", nothing_deleted(&error.to_string()));
             return CANNOT_RUN;
         }
     };
@@ -81,9 +78,9 @@ pub async fn main(args: Args) -> u8 {
 
 /// The client: kubeconfig or in-cluster configuration, each attempt bounded by
 /// `--request-timeout`, reads retried and DELETEs never ([`crate::api::client`]).
-async fn client(args: &Args) -> Result<kube::Client, String> {
-    let config = kube::Config::infer().await.map_err(|e| e.to_string())?;
-    crate::api::client(config, args.request_timeout)
+async fn client(args: &Args) -> Result<kube::Client, ConfigError> {
+    let config = kube::Config::infer().await?;
+    Ok(crate::api::client(config, args.request_timeout)?)
 }
 
 /// The guard's kind (kubewarden-controller `api/policies/v1`).
@@ -139,8 +136,8 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
     let prepared = prepare(cluster, options, now, &mut report, &mut uid).await;
     let (candidates, mut checked) = match prepared {
         Ok(prepared) => prepared,
-        Err(reason) => {
-            report.stop(reason);
+        Err(error) => {
+            report.stop(&error);
             if !options.dry_run {
                 let stop = stop_event(options, uid, true, &report);
                 events::record(
@@ -180,11 +177,9 @@ pub async fn run(cluster: &Cluster, options: &Options, now: i64, printer: Printe
                     checked.target = proof.target;
                     checked.referrers = proof.referrers;
                 }
-                Err(reason) => {
+                Err(error) => {
                     stopped = true;
-                    report.halt(format!(
-                        "The guard was checked again after {sent} DELETEs and has changed: {reason}"
-                    ));
+                    report.halt(sent, &error);
                 }
             }
         }
@@ -278,39 +273,46 @@ async fn read_policy_and_webhook(
     name: &str,
     check: Option<Check>,
     uid: &mut Option<String>,
-) -> Result<(Webhook, Settings), String> {
+) -> Result<(Webhook, Settings), Error> {
     let policy = cluster
         .get_cluster_object(&cluster_admission_policy(), name)
         .await
-        .map_err(|e| format!("cannot read the ClusterAdmissionPolicy {name}: {e}."))?;
+        .map_err(|source| Error::ReadPolicy {
+            name: name.to_string(),
+            source,
+        })?;
     let read = policy.as_ref().and_then(|p| p.pointer("/metadata/uid"));
     *uid = read.and_then(serde_json::Value::as_str).map(String::from);
-    let settings = check_policy(name, policy.as_ref()).map_err(|r| r.to_string())?;
+    let settings = check_policy(name, policy.as_ref())?;
     let configuration = webhook_configuration_name(name);
     let webhook = cluster
         .get_cluster_object(&validating_webhook_configuration(), &configuration)
         .await
-        .map_err(|e| {
-            let message =
-                format!("cannot read the ValidatingWebhookConfiguration {configuration}: {e}.");
+        .map_err(|source| {
+            let unread = Error::ReadWebhook {
+                configuration: configuration.clone(),
+                source,
+            };
             match check {
-                Some(check) => Refusal { check, message }.to_string(),
-                None => message,
+                Some(check) => Error::Refused(Refusal {
+                    check,
+                    message: unread.to_string(),
+                }),
+                None => unread,
             }
         })?;
-    let webhook = check_webhook(name, webhook.as_ref()).map_err(|r| r.to_string())?;
+    let webhook = check_webhook(name, webhook.as_ref())?;
     Ok((webhook, settings))
 }
 
 /// The pre-flight's reads and checks again, and the probe, trying the last proof's template
 /// first. Any difference from what the pass began with is a change.
-async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, String> {
+async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Proof, Error> {
     let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, None, &mut None).await?;
-    let configuration = webhook_configuration_name(&o.policy);
     if webhook != checked.webhook {
-        return Err(format!(
-            "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
-        ));
+        return Err(Error::WebhookChanged {
+            configuration: webhook_configuration_name(&o.policy),
+        });
     }
     let scope = probe::Scope {
         policy: &o.policy,
@@ -320,7 +322,7 @@ async fn recheck(cluster: &Cluster, o: &Options, checked: &Checked) -> Result<Pr
         unseen: &webhook.unseen,
         settings: &settings,
     };
-    probe::run(cluster, &scope, checked.target.as_ref()).await
+    Ok(probe::run(cluster, &scope, checked.target.as_ref()).await?)
 }
 
 /// Everything before the first DELETE: the candidates, in this pass's order, and what was
@@ -331,15 +333,16 @@ async fn prepare(
     now: i64,
     report: &mut Report,
     uid: &mut Option<String>,
-) -> Result<(Vec<(ListedTemplate, TemplateLine)>, Checked), String> {
+) -> Result<(Vec<(ListedTemplate, TemplateLine)>, Checked), Error> {
     // who is deleting, before anything else: the guard must judge this very caller
-    let username = cluster.who_am_i().await.map_err(|e| {
-        format!("cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {e}. Without it the pass cannot know which policy judges its DELETEs.")
-    })?;
+    let username = cluster
+        .who_am_i()
+        .await
+        .map_err(|source| Error::WhoAmI { source })?;
     // the namespaces the guard's webhook never sees, from the webhook itself
     let installed = Some(Check::WebhookInstalled);
     let (webhook, settings) = read_policy_and_webhook(cluster, &o.policy, installed, uid).await?;
-    check_caller(&o.policy, &webhook, &username).map_err(|r| r.to_string())?;
+    check_caller(&o.policy, &webhook, &username)?;
     let mut groups = rule_groups(&webhook);
     groups.push(guard::catalogue::CAPI_GROUP.to_string());
     groups.extend(template_cleanup_core::sources::discovery_groups());
@@ -347,10 +350,10 @@ async fn prepare(
     let served = cluster
         .discover(&groups)
         .await
-        .map_err(|e| format!("cannot discover the API groups of the guard's rules: {e}."))?;
-    check_named_coverage(&webhook, &served).map_err(|r| r.to_string())?;
+        .map_err(|source| Error::Discover { source })?;
+    check_named_coverage(&webhook, &served)?;
     let kinds = collectable(&webhook, &served);
-    check_coverage(&webhook, &kinds).map_err(|r| r.to_string())?;
+    check_coverage(&webhook, &kinds)?;
     let declared = crate::sources::read(cluster, o, &served, report).await?;
     // metadata only, page by page: a decision reads nothing else of a template
     let mut templates = BTreeMap::new();
@@ -359,14 +362,9 @@ async fn prepare(
             format!("{CLEANUP_LABEL}={CLEANUP_VALUE}"),
             TOPOLOGY_OWNED_LABEL.to_string(),
         ] {
-            let mut bad = None;
-            let listed = cluster
+            cluster
                 .list_each(kind, o.namespaces.as_deref(), &selector, true, |item| {
-                    let template = ListedTemplate::from_listed(kind, &item, now)
-                        .map_err(|e| e.to_string())
-                        .inspect_err(|e| {
-                            bad = Some(e.clone());
-                        })?;
+                    let template = ListedTemplate::from_listed(kind, &item, now)?;
                     templates.insert(
                         (
                             kind.resource(),
@@ -377,11 +375,14 @@ async fn prepare(
                     );
                     Ok(())
                 })
-                .await;
-            if let Some(e) = bad {
-                return Err(e);
-            }
-            listed.map_err(|e| format!("cannot list {}: {e}.", kind.resource()))?;
+                .await
+                .map_err(|e| match e {
+                    ListError::Item(unidentified) => Error::Unidentified(unidentified),
+                    ListError::Call(source) => Error::ListTemplates {
+                        resource: kind.resource(),
+                        source,
+                    },
+                })?;
         }
     }
     let (mut candidates, mut left) = (Vec::new(), Vec::new());

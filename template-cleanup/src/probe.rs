@@ -11,7 +11,8 @@ use template_cleanup_core::probe::{
 };
 use template_cleanup_core::ServedKind;
 
-use crate::api::{CallError, Cluster};
+use crate::api::{CallError, Cluster, ListError};
+use crate::error::ProbeError;
 
 /// How often one template is read and probed before the probe gives up on it.
 const MOVES: usize = 2;
@@ -54,7 +55,7 @@ pub async fn run(
     cluster: &Cluster,
     scope: &Scope<'_>,
     first: Option<&Named>,
-) -> Result<Proof, String> {
+) -> Result<Proof, ProbeError> {
     let Scope {
         policy,
         served,
@@ -92,19 +93,21 @@ pub async fn run(
                 if let Err(e) = listed.add(kind, &object) {
                     unreadable.get_or_insert(e);
                 }
-                Ok(())
+                Ok::<(), std::convert::Infallible>(())
             })
             .await
-            .map_err(|e| {
-                format!("the probe cannot list {}: {e}. The job needs list on {} (examples/cleanup/component/cleanup.yaml).", served.resource(), served.resource())
+            .map_err(|e| match e {
+                ListError::Call(source) => ProbeError::List {
+                    resource: served.resource(),
+                    source,
+                },
+                ListError::Item(never) => match never {},
             })?;
     }
     // The deployed guard fails its own list of them the same way, and refuses every DELETE it
     // asks about: no pass can prove anything then.
-    if let Some(e) = unreadable {
-        return Err(format!(
-            "the probe cannot read the referrers as the guard reads them: {e}."
-        ));
+    if let Some(source) = unreadable {
+        return Err(ProbeError::Referrers { source });
     }
     let mut named = targets(&listed);
     if let Some(first) = first.filter(|f| named.contains(f)) {
@@ -126,7 +129,10 @@ pub async fn run(
         // A template deleted or recreated between the GET and the dry-run DELETE (its uid
         // precondition fails) proves nothing either way: read it again.
         for _ in 0..MOVES {
-            let read = |e: CallError| format!("the probe cannot read {what}: {e}.");
+            let read = |source: CallError| ProbeError::Read {
+                what: what.clone(),
+                source,
+            };
             let Some(template) = cluster
                 .get(kind, &target.namespace, &target.name)
                 .await
@@ -152,10 +158,8 @@ pub async fn run(
             {
                 Ok(_) => None,
                 Err(CallError::Status(refused)) => Some(refused),
-                Err(CallError::Other(text)) => {
-                    return Err(format!(
-                        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {text}."
-                    ))
+                Err(source @ CallError::Other(_)) => {
+                    return Err(ProbeError::NoAnswer { what, source })
                 }
             };
             match judge(policy, answer.as_ref()) {
@@ -169,11 +173,7 @@ pub async fn run(
                     })
                 }
                 Probe::Moved => continue,
-                Probe::NotJudged(text) => {
-                    return Err(format!(
-                        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, did not come back as the guard's refusal: {text}. The guard does not judge as its policy and webhook say (its pods may run monitor mode or an older configuration)."
-                    ))
-                }
+                Probe::NotJudged(answer) => return Err(ProbeError::NotJudged { what, answer }),
             }
         }
         moved.push(what);
@@ -181,10 +181,10 @@ pub async fn run(
     // A template in use existed, so a probe was possible; it only never held still. Deleting
     // on the checks alone would skip the proof exactly when templates are being recreated.
     if !moved.is_empty() {
-        return Err(format!(
-            "the probe could not finish: {} changed or went away between its read and its dry-run DELETE, {MOVES} times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled.",
-            moved.join(", ")
-        ));
+        return Err(ProbeError::Unsettled {
+            moved,
+            times: MOVES,
+        });
     }
     none(
         "no MachineDeployment in a namespace collected in names a live template of a kind collected",

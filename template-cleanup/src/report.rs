@@ -4,6 +4,8 @@
 use serde::Serialize;
 use template_cleanup_core::answer::TemplateOutcome;
 
+use crate::error::Error;
+
 /// Every candidate was deleted, kept, left or already gone.
 pub const OK: u8 = 0;
 /// A DELETE failed.
@@ -136,17 +138,17 @@ impl Report {
     }
 
     /// Records why the pass stopped before its first DELETE.
-    pub fn stop(&mut self, reason: String) {
+    pub fn stop(&mut self, error: &Error) {
         self.print_sources();
-        self.error = Some(nothing_deleted(&reason));
+        self.error = Some(nothing_deleted(&error.to_string()));
     }
 
-    /// Records why the pass stopped after its first DELETE: the DELETEs sent stand, the rest are
-    /// `not tried`, and the pass exits 2.
-    pub fn halt(&mut self, reason: String) {
+    /// Records why the pass stopped after `sent` DELETEs, when the guard was checked again: the
+    /// DELETEs sent stand, the rest are `not tried`, and the pass exits 2.
+    pub fn halt(&mut self, sent: usize, error: &Error) {
         self.print_sources();
         self.error = Some(format!(
-            "{reason} The pass stopped there: the DELETEs already answered stand, and every later template is `not tried`; the next pass tries them again."
+            "The guard was checked again after {sent} DELETEs and has changed: {error} The pass stopped there: the DELETEs already answered stand, and every later template is `not tried`; the next pass tries them again."
         ));
     }
 
@@ -462,10 +464,14 @@ mod tests {
     #[test]
     fn an_error_exits_2_whatever_else_happened() {
         let mut report = Report::default();
-        report.stop("pre-flight.".into());
+        let refused = Error::Refused(template_cleanup_core::preflight::Refusal {
+            check: template_cleanup_core::preflight::Check::GuardExists,
+            message: "no guard.".into(),
+        });
+        report.stop(&refused);
         assert_eq!(
             report.error.as_deref(),
-            Some("pre-flight. Nothing was deleted.")
+            Some("pre-flight check `guard exists` failed: no guard. Nothing was deleted.")
         );
         assert_eq!(report.exit_code(), CANNOT_RUN);
     }

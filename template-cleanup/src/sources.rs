@@ -4,14 +4,15 @@
 //! templates instead (`crate::helm`).
 
 use serde_json::Value;
-use template_cleanup_core::declared::Declared;
+use template_cleanup_core::declared::{Declared, ObjectError};
 use template_cleanup_core::helm::{flux_helm_release, FluxHelmRelease};
 use template_cleanup_core::preflight::Served;
 use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, SOURCES};
 use template_cleanup_core::ServedKind;
 
-use crate::api::Cluster;
+use crate::api::{Cluster, ListError};
 use crate::cli::Options;
+use crate::error::SourceError;
 use crate::report::{Report, SourceLine};
 
 /// The served version of a source's kind, the preferred one first.
@@ -25,25 +26,16 @@ async fn list(
     cluster: &Cluster,
     source: &Source,
     kind: &ServedKind,
-    mut each: impl FnMut(&Value) -> Result<(), String>,
-) -> Result<usize, String> {
-    let mut failed = None;
-    let listed = cluster
-        .list_each(kind, None, "", false, |item| {
-            each(&item).inspect_err(|e| {
-                failed = Some(e.clone());
-            })
-        })
-        .await;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    listed.map_err(|e| {
-        format!(
-            "cannot read {} (installed, {}): {e}.",
-            source.name,
-            kind.api_version()
-        )
+    mut each: impl FnMut(&Value) -> Result<(), ObjectError>,
+) -> Result<usize, SourceError> {
+    let listed = cluster.list_each(kind, None, "", false, |item| each(&item));
+    listed.await.map_err(|e| match e {
+        ListError::Item(e) => SourceError::Object(e),
+        ListError::Call(e) => SourceError::List {
+            name: source.name,
+            api_version: kind.api_version(),
+            source: e,
+        },
     })
 }
 
@@ -63,7 +55,7 @@ pub async fn read(
     o: &Options,
     served: &[Served],
     report: &mut Report,
-) -> Result<Declared, String> {
+) -> Result<Declared, SourceError> {
     let mut declared = Declared::default();
     let mut flux_helm: Vec<FluxHelmRelease> = Vec::new();
     for source in SOURCES {
@@ -89,7 +81,7 @@ pub async fn read(
             (Reader::Status(reader), Some(kind)) => {
                 let before = declared.len();
                 let count = list(cluster, source, kind, |item| {
-                    let declaration = reader(item).map_err(|e| e.to_string())?;
+                    let declaration = reader(item)?;
                     let by = match &declaration.note {
                         None => format!("{} {}", source.kind, name_of(item)),
                         Some(note) => format!("{} {} {note}", source.kind, name_of(item)),
@@ -104,7 +96,7 @@ pub async fn read(
             }
             (Reader::FluxHelmReleases, Some(kind)) => {
                 let count = list(cluster, source, kind, |item| {
-                    flux_helm.push(flux_helm_release(item).map_err(|e| e.to_string())?);
+                    flux_helm.push(flux_helm_release(item)?);
                     Ok(())
                 })
                 .await?;

@@ -125,20 +125,11 @@ impl std::fmt::Display for Check {
 }
 
 /// Why the pre-flight refused: the check and a sentence for the operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pre-flight check `{check}` failed: {message}")]
 pub struct Refusal {
     pub check: Check,
     pub message: String,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "pre-flight check `{}` failed: {}",
-            self.check, self.message
-        )
-    }
 }
 
 fn refuse(check: Check, message: String) -> Refusal {

@@ -497,7 +497,8 @@ async fn a_get_the_api_server_refuses_stops_the_pass() {
     let mut report = Report::default();
     let error = sources::read(&cluster, &options(true, Some(&["edge"])), &[], &mut report)
         .await
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert_eq!(error, "cannot read Helm's release Secret edge/sh.helm.release.v1.sites.v2: 403 Forbidden: secrets \"sh.helm.release.v1.sites.v2\" is forbidden.");
 }
 
