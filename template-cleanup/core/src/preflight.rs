@@ -388,8 +388,9 @@ pub const CLEANUP_ACCOUNT: &str = "capi-template-cleanup";
 
 /// The one matchCondition template-cleanup's own policy carries (examples/cleanup/guard/
 /// kustomization.yaml): it selects template-cleanup's service account in any namespace, so it is
-/// true for every DELETE template-cleanup sends and exempts none of them. The main guard carries
-/// its negation, so that each template DELETE is judged by exactly one of the two policies.
+/// true for every DELETE template-cleanup sends and exempts none of them. examples/cleanup/component
+/// gives the main guard a condition that skips one account this selects (template-cleanup's, in
+/// its namespace), so each template DELETE is judged by at least one of the two policies.
 pub const SELECTS_THE_CLEANUP: (&str, &str) = (
     "only-capi-template-cleanup",
     "request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':capi-template-cleanup')",

@@ -4,8 +4,8 @@
 use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::preflight::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups, Check, Served, Webhook,
-    SELECTS_THE_CLEANUP,
+    check_coverage, check_policy, check_webhook, collectable, rule_groups,
+    selected_by_the_cleanup_condition, Check, Served, Webhook, SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::ServedKind;
 
@@ -195,7 +195,9 @@ fn pre_flight_on_the_live_webhook(
 }
 
 /// The shipped template-cleanup policy carries exactly the condition the pre-flight accepts, and
-/// the main guard its negation, so that every template DELETE is judged by exactly one of them.
+/// the main guard, once examples/cleanup/component adds it, a condition that skips one account
+/// only, which that condition selects: every template DELETE is judged by at least one of them,
+/// template-cleanup's by its own.
 /// The clean-up's policy is the main guard patched (examples/cleanup/guard/kustomization.yaml):
 /// the condition is read from that patch; tests/packaging/placement.rs builds it with kustomize
 /// and checks that nothing else differs.
@@ -232,15 +234,29 @@ fn the_shipped_policies_carry_the_cleanups_condition() {
         SELECTS_THE_CLEANUP.1
     );
     let main = read("examples/guard/cluster-admission-policy-guard.yaml");
-    let exclusion = main["spec"]["matchConditions"]
+    assert_eq!(
+        main["spec"]["matchConditions"],
+        json!([]),
+        "the main guard exempts no one unless a component says so"
+    );
+    let component = read("examples/cleanup/component/kustomization.yaml");
+    let exclusion = component["patches"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == "not-capi-template-cleanup")
-        .expect("the main guard leaves template-cleanup's DELETEs to its own policy");
-    assert_eq!(
-        squash(exclusion["expression"].as_str().unwrap()),
-        format!("!({})", SELECTS_THE_CLEANUP.1)
+        .filter_map(|p| p["patch"].as_str())
+        .flat_map(|patch| yaml_value(patch).as_array().cloned().unwrap_or_default())
+        .find(|op| op["value"]["name"] == "not-capi-template-cleanup")
+        .expect("the component leaves template-cleanup's DELETEs to its own policy");
+    assert_eq!(exclusion["path"], "/spec/matchConditions/-");
+    let expression = squash(exclusion["value"]["expression"].as_str().unwrap());
+    let account = expression
+        .strip_prefix("request.userInfo.username != '")
+        .and_then(|rest| rest.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("one account skipped: {expression}"));
+    assert!(
+        selected_by_the_cleanup_condition(account),
+        "{account} is judged by template-cleanup's policy"
     );
 }
 
