@@ -242,12 +242,38 @@ def check_folders(results, evaluate):
             print(f"units' folders, {label}: {name}: {len(objects or [])} objects built", flush=True)
 
 
+# The namespaces this project's units apply to that another unit creates: capi-system by Sylva's
+# `capi` unit (Cluster API's core-components.yaml, kustomize-units/capi at fd968edc), kubewarden by
+# the `kubewarden` unit (install.createNamespace). sylva-system is the releases' own.
+NAMESPACE_CREATORS = {"capi-system": "capi", "kubewarden": "kubewarden"}
+
+
+def waits_for(units, unit_name):
+    """Every unit that unit_name depends on, directly or not."""
+    seen, todo = set(), [unit_name]
+    while todo:
+        for dep in depends_on(units.get(todo.pop(), {"spec": {}})):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
 def check_rendered_builds(results, name, units, evaluate):
-    """Each rendered unit whose source is this project, built as Flux builds it."""
+    """Each rendered unit whose source is this project, built as Flux builds it, and after the
+    unit that creates each namespace it applies to."""
     for unit_name, unit in sorted(units.items()):
         if (unit["spec"].get("sourceRef") or {}).get("name") != SOURCE:
             continue
-        unit_checks.check_unit(results, f"{name}: {unit_name}", unit["spec"], ROOT, evaluate=evaluate)
+        label = f"{name}: {unit_name}"
+        objects = unit_checks.check_unit(results, label, unit["spec"], ROOT, evaluate=evaluate)
+        before = waits_for(units, unit_name)
+        for ns in sorted({(o.get("metadata") or {}).get("namespace") for o in objects or []} - {None}):
+            creator = NAMESPACE_CREATORS.get(ns)
+            if creator and creator != unit_name:
+                results.check(creator in before,
+                              f"{label}: applies to namespace {ns} without waiting for {creator}, "
+                              "which creates it")
 
 
 def main(argv):
