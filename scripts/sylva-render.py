@@ -282,6 +282,7 @@ def main(argv):
         return 2
     results = unit_checks.Results()
     unit_checks.selftest(results)
+    unit_checks.selftest_trap(results)
     evaluate = flux.cel_evaluator()
     check_folders(results, evaluate)
     if len(argv) == 2:

@@ -20,6 +20,7 @@ A check is one line of the result; each can fail:
 
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,16 +48,18 @@ POD_TEMPLATES = {
 class Results:
     """Counts the checks and prints one line for each failure, and the closing line."""
 
-    def __init__(self):
+    def __init__(self, quiet=False):
         self.passed = 0
         self.failed = []
+        self.quiet = quiet
 
     def check(self, cond, what):
         if cond:
             self.passed += 1
         else:
             self.failed.append(what)
-            print(f"  FAILED: {what}", flush=True)
+            if not self.quiet:
+                print(f"  FAILED: {what}", flush=True)
         return cond
 
     def close(self, name):
@@ -231,3 +234,55 @@ def selftest(results):
     results.check(typed["data"]["a"] is True, "a substituted `true` reads back as a boolean")
     results.check(flux.substitute({"a": "${X}"}, {}, True) == {"a": "${X}"},
                   "with no variable at all nothing is substituted")
+
+
+# The prepare unit as it was before issue 55, cut down: the checks must refuse it.
+TRAP = {
+    "kustomization.yaml": """resources: [job.yaml]
+configMapGenerator:
+  - name: script
+    namespace: ${NAMESPACE}
+    literals: ["run.sh=echo"]
+    options:
+      annotations:
+        kustomize.toolkit.fluxcd.io/substitute: disabled
+""",
+    "job.yaml": """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: job
+  namespace: ${NAMESPACE}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: run
+          image: example
+          env:
+            - name: REFRESH
+              value: "${REFRESH}"
+      volumes:
+        - name: script
+          configMap:
+            name: script
+""",
+}
+
+
+def selftest_trap(results):
+    """Built as Flux builds it, the old prepare unit's mistakes are found: the ConfigMap marked
+    substitute: disabled keeps `${NAMESPACE}`, the Job mounts it from another namespace, and a
+    substituted "true" is a boolean env value."""
+    with tempfile.TemporaryDirectory(prefix="flux-trap-") as tmp:
+        unit = Path(tmp) / "unit"
+        unit.mkdir()
+        for name, text in TRAP.items():
+            (unit / name).write_text(text, encoding="utf-8")
+        inner = Results(quiet=True)
+        spec = {"path": "./unit", "postBuild": {"substitute": {"NAMESPACE": "edge-a", "REFRESH": "true"}}}
+        check_unit(inner, "trap", spec, tmp)
+    found = "\n".join(inner.failed)
+    for what in ("namespace '${NAMESPACE}' is not a DNS label", "in another namespace",
+                 "env values that are not strings: ['REFRESH']"):
+        results.check(what in found, f"the old prepare unit must fail with {what!r}; it failed with: {found}")
