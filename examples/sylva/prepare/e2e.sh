@@ -289,6 +289,15 @@ check "prepare.sh again: exits 0" is "$CODE" 0
 check "prepare.sh again: nothing to keep or label" has "$OUT" "kept and labelled for template-cleanup: 0"
 check "prepare.sh again: refreshed in place: 0" has "$OUT" "refreshed in place: 0 of 2"
 check "prepare.sh again: no PATCH, no DELETE" is "$(requests PATCH "$before" | wc -l) $(requests DELETE "$before" | wc -l)" "0 0"
+check "prepare.sh reads Secrets when it refreshes" isnt "$(requests GET "$before" | grep -c /secrets || true)" 0
+
+# 4. Where it does not refresh (a workload cluster, an upgrade, a Sylva without the refresh unit),
+# the Job has no grant to read Secrets (the unit leaves out the component refresh/), and needs none.
+before=$(log_lines)
+run env NAMESPACE=$NS RELEASE=cluster METAL3_TEMPLATES=keep "$PREPARE"
+check "prepare.sh keeping: exits 0" is "$CODE" 0
+check "prepare.sh keeping: does not refresh" is "$(grep -c "refreshed in place" <<<"$OUT" || true)" 0
+check "prepare.sh keeping: reads no Secret" is "$(requests GET "$before" | grep -c /secrets || true)" 0
 
 echo "1..$n"
 echo "sylva e2e: $passed passed, $failed failed"
