@@ -297,6 +297,26 @@ fn problems(path: &InstallPath, built: &[Value]) -> Vec<String> {
             ));
         }
     }
+    // template-cleanup's guard comes with the main guard's condition for its account: without it
+    // the main guard judges template-cleanup's DELETEs too, and its refusals, which template-cleanup
+    // does not take for its guard's, stop the passes.
+    let label =
+        |d: &Value| d["metadata"]["labels"]["capi-template-guard.kubewarden.io/guard"].clone();
+    if built.iter().any(|d| label(d) == "cleanup") {
+        let exempted = built.iter().filter(|d| label(d) == "main").any(|main| {
+            main["spec"]["matchConditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["name"] == "not-capi-template-cleanup")
+        });
+        if !exempted {
+            problems.push(
+                "template-cleanup's guard without the main guard's condition for template-cleanup's account"
+                    .to_string(),
+            );
+        }
+    }
     problems
 }
 
@@ -371,6 +391,13 @@ fn the_checks_see_a_stray_binding_and_a_bypass() {
         kustomization: format!("resources:\n  - examples\ncomponents:\n  - {RANCHER}\n"),
     };
     assert!(problems(&rancher, &built[..1])[0].contains("kubewarden/policy-server"));
+    let alone = [serde_json::json!({"kind": "ClusterAdmissionPolicy",
+        "metadata": {"name": "c", "labels": {"capi-template-guard.kubewarden.io/guard": "cleanup"}},
+        "spec": {"matchConditions": [{"name": SELECTS_THE_CLEANUP.0, "expression": SELECTS_THE_CLEANUP.1}]}})];
+    assert_eq!(
+        problems(&path, &alone),
+        ["template-cleanup's guard without the main guard's condition for template-cleanup's account"]
+    );
 }
 
 /// The guard as the main kustomization ships it judges every account: no matchCondition.
