@@ -7,7 +7,9 @@
 //!   `policy-server` in its release namespace (`kubewarden`), or Kubewarden installed from Rancher
 //!   (the component examples/placement/rancher), whose charts Rancher installs in
 //!   `cattle-kubewarden-system` (kubewarden/helm-charts `charts/admission-controller/Chart.yaml`,
-//!   6.0.0-alpha, annotation `catalog.cattle.io/namespace`; the account is the same chart's);
+//!   6.0.0-alpha, annotation `catalog.cattle.io/namespace`); the account is the chart's
+//!   `values.yaml` `policyServer.serviceAccountName`, `policy-server`, which
+//!   `templates/defaults/policies/_policyserver-default.tpl` gives the `default` PolicyServer;
 //! - every matchCondition that lets a DELETE skip a guard is one a component of the path turned
 //!   on: it names exactly (namespace and name) a service account the build creates, or it is the
 //!   break-glass condition of examples/guard/break-glass. The guard alone has none.
