@@ -243,7 +243,13 @@ def cel_evaluator():
     """CEL through cel-python (celpy): each top-level field of the object is a variable, as
     runtime/cel/expression.go@runtime/v0.54.0 passes UnstructuredContent() as the activation.
     An evaluation error is not `true`: Flux then reports the object's status as unknown, which
-    does not make it Current either."""
+    does not make it Current either (cel-go fails on `status` when the object has none, where
+    celpy's has() gives false; neither is Current).
+
+    A real CEL implementation rather than a few lines matching today's one comparison: whatever
+    a maintainer writes in healthCheckExprs later (Flux's own examples use filter() and all()
+    over status.conditions) is then evaluated, not approximated, and an expression celpy cannot
+    parse fails the check."""
     import celpy  # installed by the Makefile under target/tools/sylva-check
 
     env = celpy.Environment()
