@@ -96,8 +96,20 @@ patch_is() {
   message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
 }
 
-@test "row 1, v1beta2: an old revision at zero releases its template while its machines are deleted" {
+@test "row 1, v1beta2: an old revision at zero keeps its template while it has machines (in-place updates)" {
   evaluate guard-row1-old-revision-draining '{}'
+  rejected_with 409
+  message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
+}
+
+@test "row 1: a MachineSet of the current revision being deleted keeps its template while it has machines" {
+  evaluate guard-row1-deleting-machineset-with-machines '{}'
+  rejected_with 409
+  message_has "It is referenced by MachineSet edge-a-md-storage-5f7d9c8b6 (spec.template.spec.infrastructureRef)."
+}
+
+@test "row 1: a MachineSet being deleted with no machines left releases its template" {
+  evaluate guard-row1-deleting-machineset-drained '{}'
   allowed
 }
 

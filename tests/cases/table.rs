@@ -180,6 +180,10 @@ pub fn cases() -> Vec<(&'static str, Case)> {
     let mut draining_ms2 = ms2.clone();
     draining_ms2["spec"]["replicas"] = json!(0);
     draining_ms2["status"] = json!({"replicas": 2});
+    // The MachineSet of the current revision being deleted, with two machines left, and once
+    // they are gone (its controller writes status.replicas while it deletes them).
+    let deleting_current_ms2 = deleting(&with(&current_ms2, "status", json!({"replicas": 2})));
+    let deleted_current_ms2 = deleting(&current_ms2);
     // A KairosControlPlane of the template's namespace naming a template of the same name in
     // another namespace.
     let kairos_elsewhere = json!({"apiVersion": format!("{CP}/{V2}"), "kind": "KairosControlPlane",
@@ -300,11 +304,16 @@ pub fn cases() -> Vec<(&'static str, Case)> {
         // Row 1: the MachineSet of the MachineDeployment's current revision keeps its templates at
         // zero replicas (isCurrentMachineSet, machineset_controller.go@v1.14.0).
         ("guard-row1-current-revision-machineset", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&current_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
-        // Row 1, v1beta2: an old revision scaled to zero reads no template while its machines
-        // are deleted (syncReplicas@v1.14.0); without node reuse nothing else needs it.
+        // Row 1, v1beta2: an old revision scaled to zero keeps its templates while it has
+        // machines: Cluster API 1.12 and newer with InPlaceUpdates read them
+        // (reconcileInPlaceUpdateIntent, getTemplateObjects@v1.14.0).
         ("guard-row1-old-revision-draining", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&draining_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
         // The same with node reuse: CAPM3 1.13 reads it through the MachineSet for each machine.
         ("guard-row1-old-revision-draining-node-reuse", case(delete(&old_tpl_1b8, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&draining_ms2), kcp, rke2: Some(empty), m3m: Some(empty), ..Infra::default() }))),
+        // Row 1: the MachineSet of the current revision, being deleted with machines left, keeps
+        // its templates for the same reason; once its machines are gone it lets them go.
+        ("guard-row1-deleting-machineset-with-machines", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&deleting_current_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
+        ("guard-row1-deleting-machineset-drained", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md, ms: std::slice::from_ref(&deleted_current_ms2), kcp, rke2: Some(empty), ..Infra::default() }))),
         // Row 1, v1beta2: a MachineSet whose MachineDeployment is gone reads no template
         // (Reconcile returns getOwnerMachineDeployment's error first, @v1.14.0).
         ("guard-row1-owner-gone-machineset", case(delete(&old_tpl_no_reuse, false), infra_lists(V2, Infra { md: empty, ms, kcp, rke2: Some(empty), ..Infra::default() }))),

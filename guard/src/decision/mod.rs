@@ -319,6 +319,8 @@ impl Deployments {
 
 /// Whether a listed object can keep anything.
 ///
+/// - A MachineSet with machines, in a MachineDeployment that is there, keeps its templates at
+///   any revision, being deleted or not ([`read_for_in_place_update`]).
 /// - Being deleted, it keeps only what its kind keeps while deleting (see [`WhileDeleting`]):
 ///   the topology controller deletes a MachineSet's templates before it lets the MachineSet go,
 ///   so counting those would deadlock; a control plane needs its template until it is gone.
@@ -333,6 +335,9 @@ fn counts(
     settings: &Settings,
     deployments: Option<&Deployments>,
 ) -> bool {
+    if kind.by_revision && read_for_in_place_update(candidate, &template.namespace, deployments) {
+        return true;
+    }
     let node_reuse_kept = template.node_reuse && candidate.has_machines();
     if candidate.deleting {
         return match kind.while_deleting {
@@ -344,6 +349,29 @@ fn counts(
     !kind.by_revision
         || read_by_revision(candidate, &template.namespace, settings, deployments)
         || node_reuse_kept
+}
+
+/// Whether a MachineDeployment's rollout may still read `machine_set`'s templates to update its
+/// machines in place: Cluster API 1.12 and newer with the `InPlaceUpdates` feature gate read the
+/// infrastructure and bootstrap templates of every old MachineSet with `status.replicas` above
+/// zero, deleting ones included, and a missing one fails the MachineDeployment's reconcile
+/// (`reconcileInPlaceUpdateIntent` in
+/// core/reconcilers/machinedeployment/machinedeployment_rollout_rollingupdate.go, `getTemplateObjects`
+/// in machinedeployment_canupdatemachineset.go@v1.14.0). Nothing in the API says whether the gate
+/// is on, and a MachineDeployment's strategy and Cluster API's release may change at any time, so
+/// this holds at every served version and strategy. It needs a MachineDeployment: one that is gone
+/// reconciles nothing. It cannot deadlock a deletion: the machines go whatever the templates, and
+/// the MachineSet controller writes `status.replicas` on every reconcile, deleting ones included
+/// (`updateStatus`, core/reconcilers/machineset/machineset_controller_status.go@v1.14.0). Where the
+/// MachineDeployments could not be listed field by field, its owner is taken to be there.
+pub fn read_for_in_place_update(
+    machine_set: &Candidate,
+    namespace: &str,
+    deployments: Option<&Deployments>,
+) -> bool {
+    machine_set.has_machines()
+        && machine_set.deployment.is_some()
+        && deployments.is_none_or(|d| d.owner_revision(machine_set, namespace).is_some())
 }
 
 /// Whether Cluster API's MachineSet controller still reads a MachineSet's templates
@@ -358,9 +386,9 @@ fn counts(
 ///   not created its new MachineSet (`getNewMachineSet`, machinedeployment_sync.go);
 /// - of an old revision: only to create machines. Scaled to zero it only deletes or moves
 ///   machines, which reads no template, unless `countScaledDownMachineSets` keeps it for a
-///   scale-up by hand. Read at `v1beta1` the release may be 1.7 or older, whose every reconcile
-///   reads the templates first, deletions of machines included: there it keeps them while it
-///   has machines;
+///   scale-up by hand. (1.7 and older read the templates before each deletion of a machine, and
+///   1.12 and newer may update them in place: [`read_for_in_place_update`] keeps them while
+///   machines remain);
 /// - whose MachineDeployment is gone: never, where the owner is known to be read first
 ///   ([`ReferrerKind::owner_read_first`]); elsewhere always.
 ///
@@ -384,10 +412,7 @@ pub fn read_by_revision(
         {
             true
         }
-        Some(_) => {
-            let drained = machine_set.owner_read_first || machine_set.machines == Some(0);
-            machine_set.replicas != Some(0) || !drained || settings.count_scaled_down_machine_sets
-        }
+        Some(_) => machine_set.replicas != Some(0) || settings.count_scaled_down_machine_sets,
     }
 }
 
