@@ -24,7 +24,13 @@ pub struct Capm3;
 
 impl Actor for Capm3 {
     fn step(&mut self, w: &mut World) -> Result<Option<u64>> {
-        let (lo, hi) = if delete_one(w) { (20, 120) } else { (10, 40) };
+        // Bare metal with automated cleaning takes minutes per host: in the seeds with in-place
+        // updates (scenario.rs), so that old MachineSets drain for a while at zero replicas.
+        let (lo, hi) = match delete_one(w) {
+            true if w.sc.slow_deprovisioning => (300, 1200),
+            true => (20, 120),
+            false => (10, 40),
+        };
         Ok(Some(w.rng.range(lo, hi)))
     }
 }

@@ -11,7 +11,14 @@
 //! 128-129), which fails the reconcile. Simplified: the rollout is complete when the MachineSets'
 //! status.replicas add up to the replicas and the current MachineSet's machines are all ready
 //! (DeploymentComplete, mdutil/util.go:650-658, reads up-to-date and available counters);
-//! generations are not modelled.
+//! generations are not modelled. With the `InPlaceUpdates` feature gate (1.12 and newer), while
+//! the current MachineSet is short of the replicas, the rolling update reads the infrastructure
+//! and bootstrap templates of every old MachineSet with status.replicas above zero, deleting ones
+//! included, and a missing one fails the reconcile before anything is scaled
+//! (reconcileInPlaceUpdateIntent, core/reconcilers/machinedeployment/
+//! machinedeployment_rollout_rollingupdate.go:87 and 414-446, getTemplateObjects in
+//! machinedeployment_canupdatemachineset.go:356-383@v1.14.0). Every old MachineSet is taken to be
+//! eligible, the case that reads the most.
 
 use std::collections::BTreeSet;
 
@@ -69,11 +76,30 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
         w.sync_revision(md, &current.name);
         return Ok(true);
     }
+    let status = |o: &Obj| match &o.spec {
+        Spec::MachineSet(ms) => ms.status_replicas.unwrap_or(0),
+        _ => 0,
+    };
+    let cur = current.spec.replicas();
+    if w.sc.in_place_updates && cur < replicas {
+        let reader = format!("MachineDeployment {md}");
+        let mut found = true;
+        for old in sets
+            .iter()
+            .filter(|s| s.name != current.name && status(s) > 0)
+        {
+            for template in old.spec.templates() {
+                found &= w.fetch(&reader, template);
+            }
+        }
+        if !found {
+            return Ok(false);
+        }
+    }
     let olds: Vec<&Obj> = sets
         .iter()
         .filter(|s| s.name != current.name && s.deleting.is_none())
         .collect();
-    let cur = current.spec.replicas();
     let total = cur + olds.iter().map(|o| o.spec.replicas()).sum::<u32>();
     let current_ready = w
         .machines_of(Kind::MachineSet, &current.name)
@@ -96,10 +122,6 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
             return Ok(true);
         }
     }
-    let status = |o: &Obj| match &o.spec {
-        Spec::MachineSet(ms) => ms.status_replicas.unwrap_or(0),
-        _ => 0,
-    };
     let complete = current_ready == replicas && sets.iter().map(status).sum::<u32>() == replicas;
     if w.sc.delete_old_ms && complete {
         let unused = olds
@@ -157,5 +179,61 @@ mod tests {
         assert!(!reconcile(&mut w, &mut backoff, "md").unwrap());
         assert_eq!(w.read(|s| s.names(Kind::MachineSet)), [old]);
         assert_eq!(w.m.missing, 2);
+    }
+
+    /// With the InPlaceUpdates gate a rolling update reads the templates of an old MachineSet
+    /// with machines: while they are missing it stands still (nothing scaled); without the gate,
+    /// or once the old MachineSet reports no machines, it goes on.
+    #[test]
+    fn in_place_updates_read_old_templates() {
+        // (gate, the old MachineSet's machines, scaled up, missing templates)
+        for (gate, old_machines, scaled, missing) in
+            [(true, 1, false, 2), (true, 0, true, 0), (false, 1, true, 0)]
+        {
+            rolling_update_with_old_templates_gone(gate, old_machines, scaled, missing);
+        }
+    }
+
+    fn rolling_update_with_old_templates_gone(
+        gate: bool,
+        old_machines: u32,
+        scaled: bool,
+        missing: u64,
+    ) {
+        let mut admit = |_: &serde_json::Value| Ok(Verdict::ALLOW);
+        let mut w = world(&mut admit);
+        w.sc.in_place_updates = gate;
+        let m3mt = |name: &str| Ref::new(Kind::Metal3MachineTemplate, name);
+        let kct = |name: &str| Ref::new(Kind::KubeadmConfigTemplate, name);
+        let (infra, boot) = (m3mt("i-2"), kct("b-2"));
+        for template in [&infra, &boot] {
+            let spec = Spec::Template {
+                node_reuse: false,
+                cleaning: None,
+            };
+            w.create(Obj::new(template.kind, &template.name, spec));
+        }
+        let spec = Spec::MachineDeployment(MdSpec {
+            infra: infra.clone(),
+            bootstrap: boot.clone(),
+            replicas: 1,
+            max_surge: 1,
+            max_unavailable: 0,
+        });
+        w.create(Obj::new(Kind::MachineDeployment, "md", spec));
+        // the old MachineSet's templates are gone
+        let old = w.new_machineset("md", &m3mt("i-1"), &kct("b-1"), 0);
+        w.set_replicas(&old, old_machines, true);
+        let current = w.new_machineset("md", &infra, &boot, 0);
+        let mut backoff = Backoff::default();
+        let case = format!("gate {gate}, {old_machines} old machines");
+        assert_eq!(
+            reconcile(&mut w, &mut backoff, "md").unwrap(),
+            scaled,
+            "{case}"
+        );
+        let current_replicas = w.spec(Kind::MachineSet, &current).map(|s| s.replicas());
+        assert_eq!(current_replicas, Some(u32::from(scaled)), "{case}");
+        assert_eq!(w.m.missing, missing, "{case}");
     }
 }

@@ -151,6 +151,12 @@ pub struct Scenario {
     /// upgrade on: the previous MachineSet stays the current revision meanwhile, while the
     /// deploy tool retires its templates.
     pub ms_refused_until: u64,
+    /// Cluster API 1.12 or newer with the `InPlaceUpdates` feature gate: a rolling update reads
+    /// the templates of every old MachineSet with machines (machinedeployment.rs).
+    pub in_place_updates: bool,
+    /// CAPM3 deprovisions a host in 5 to 20 minutes (cleaning its disks) instead of 20 s to 2
+    /// minutes: old MachineSets stay at zero replicas with machines for longer.
+    pub slow_deprovisioning: bool,
 }
 
 impl Scenario {
@@ -202,6 +208,8 @@ impl Scenario {
             standalone_ms: false,
             remote_md: false,
             ms_refused_until: 0,
+            in_place_updates: false,
+            slow_deprovisioning: false,
         };
         sc.cp_needs_template_on_delete = match sc.cp_kind {
             Kind::KubeadmControlPlane => sc.installed.capi_v1beta2 && rng.chance(40),
@@ -224,6 +232,10 @@ impl Scenario {
                 }
             }
         }
+        // The gate exists from Cluster API 1.12, which serves v1beta2; drawn after everything
+        // else so that every other choice of a seed stays as it was.
+        sc.in_place_updates = capi_v1beta2 && rng.chance(40);
+        sc.slow_deprovisioning = sc.in_place_updates && rng.chance(50);
         sc
     }
 }
