@@ -258,12 +258,19 @@ cases:
 	CASES_WRITE=1 cargo test --locked --test cases
 
 # Rewrites the generated parts of metadata.yml and the examples (between `# BEGIN generated`
-# and `# END generated` lines) from the guard's provider table and catalogue
-# (tests/packaging/manifests.rs); `cargo test --test packaging` fails while one is stale.
+# and `# END generated` lines) from the guard's provider table and catalogue and template-cleanup's
+# sources table (xtask/src/manifests.rs), and test_data/catalogue.json (xtask/src/catalogue.rs).
+# `cargo xtask check` (make xtask-check, part of make test) and `cargo test -p xtask` fail while
+# one is stale.
 .PHONY: manifests
 manifests:
-	MANIFESTS_WRITE=1 cargo test --locked --test packaging -- manifests::
-	MANIFESTS_WRITE=1 cargo test --locked -p template-cleanup-core --test sources -- generated
+	cargo run --locked -q -p xtask -- gen manifests catalogue
+
+# Every derived file fresh (each has one writer, in xtask/), and the docs and examples in step with
+# the code's tables: names each stale file and each failed check, and exits 1 (xtask/src/main.rs).
+.PHONY: xtask-check
+xtask-check:
+	cargo run --locked -q -p xtask -- check
 
 # actionlint over the GitHub workflows (expressions, job graph, runner labels, action inputs),
 # and shellcheck over every `run:` script when shellcheck is on PATH, as on GitHub's runners
@@ -307,11 +314,12 @@ cleanup-image:
 		echo "$$bin is static ($$(stat -c %s "$$bin") bytes). Build the image where a container engine runs: docker build -f template-cleanup/Dockerfile ."; \
 	fi
 
-# Everything: formatting, lints, unit tests (policy and test host), the wasm build and its size,
-# the alerts through promtool, the bounded fuzz run, e2e.bats, template-cleanup's end to end, the
-# Sylva refresh's end to end, the Sylva units' Flux build, the SBOM's scan and the workflows' lint.
+# Everything: formatting, lints, the derived files and the docs' checks (xtask), unit tests
+# (policy and test host), the wasm build and its size, the alerts through promtool, the bounded
+# fuzz run, e2e.bats, template-cleanup's end to end, the Sylva refresh's end to end, the Sylva
+# units' Flux build, the SBOM's scan and the workflows' lint.
 .PHONY: test
-test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sylva-render sbom-test workflow-lint
+test: fmt lint xtask-check unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sylva-render sbom-test workflow-lint
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.

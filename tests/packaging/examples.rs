@@ -298,7 +298,7 @@ fn guarded_plurals(rules: &Value, what: &str) -> BTreeSet<(String, String)> {
 
 /// The DELETE rules are written from the provider table (`make manifests`), never by hand: in
 /// metadata.yml and every example, a line that names the DELETE operation sits inside a
-/// generated block (tests/packaging/manifests.rs), comments and PromQL aside.
+/// generated block (xtask/src/manifests.rs), comments and PromQL aside.
 #[test]
 fn no_delete_rule_sits_outside_a_generated_block() {
     let mut files = vec!["metadata.yml".to_string()];

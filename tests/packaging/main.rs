@@ -34,7 +34,6 @@ mod cleanup;
 mod deploy_tools;
 mod examples;
 mod install_paths;
-mod manifests;
 mod monitoring;
 mod placement;
 mod rbac;

@@ -6,7 +6,7 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // examples/rbac.yaml
 
-/// The reader's rules are generated from the catalogue (tests/packaging/manifests.rs); what is
+/// The reader's rules are generated from the catalogue (xtask/src/manifests.rs); what is
 /// written by hand is the binding of its ClusterRole to the policy server's account.
 #[test]
 fn rbac_binds_the_reader_role_to_a_service_account() {

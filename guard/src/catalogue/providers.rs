@@ -1,5 +1,5 @@
 //! The provider table: every Cluster API provider's template resources, one row per provider
-//! and group. The shipped rules are written from it (`make manifests`, tests/packaging/manifests.rs
+//! and group. The shipped rules are written from it (`make manifests`: xtask/src/manifests.rs
 //! writes the marked blocks of metadata.yml and the examples), so a new provider is one row here.
 //! The list follows Cluster API's provider registry (cluster-api v1.14.0
 //! `cmd/clusterctl/client/config/providers_client.go`) and each provider's CRDs; docs/providers.md

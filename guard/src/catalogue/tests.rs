@@ -1,5 +1,5 @@
-//! The catalogue's tests: guarded kinds, who keeps what, and the file it writes for the fixture
-//! generator (test_data/catalogue.json).
+//! The catalogue's tests: guarded kinds, who keeps what, plurals. test_data/catalogue.json is
+//! written from the catalogue by `cargo xtask gen` (xtask/src/catalogue.rs).
 use super::*;
 use rstest::rstest;
 use TemplateClass::*;
@@ -80,32 +80,6 @@ fn plurals_are_the_kind_in_lower_case_plus_s() {
             format!("{lower}s")
         };
         assert_eq!(resource.plural, expected, "{}", resource.kind);
-    }
-}
-
-/// test_data/catalogue.json: the groups and masks of every kind read, for the fixture
-/// packaging tests and the cases of e2e.bats. A stale file is rewritten and the test fails once.
-#[test]
-fn catalogue_json_is_in_sync() {
-    let mut kinds = serde_json::Map::new();
-    for resource in resources_read() {
-        let referrer = REFERRERS.iter().find(|r| r.resource == *resource);
-        let masks = referrer.map_or_else(|| masks_of(resource), ReferrerKind::masks);
-        // The versions at which the kind is listed across namespaces, not in the template's.
-        let across: &[&str] = referrer.map_or(&[], |r| r.follows_reference_namespace_at);
-        kinds.insert(
-            resource.kind.to_string(),
-            serde_json::json!({"group": resource.group, "plural": resource.plural, "versions": resource.versions, "masks": masks, "acrossNamespacesAt": across}),
-        );
-    }
-    let text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&serde_json::Value::Object(kinds)).unwrap()
-    );
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../test_data/catalogue.json");
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
-        std::fs::write(path, &text).unwrap();
-        panic!("{path} was stale and has been rewritten: run `make cases` and commit both");
     }
 }
 

@@ -6,7 +6,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use guard::testing::freshen_generated_parts;
 use serde::Deserialize;
 use serde_json::Value;
 use template_cleanup_core::sources::{discovery_groups, When, SOURCES};
@@ -95,60 +94,6 @@ fn helm_patches() -> BTreeMap<String, Vec<Value>> {
         out.insert(kind, ops);
     }
     out
-}
-
-/// The rules of the sources read `when`, one per row, in the table's order.
-fn source_rules(when: When) -> impl Iterator<Item = (String, String, String)> {
-    let quoted = |items: &[&str]| {
-        items
-            .iter()
-            .map(|i| format!("\"{i}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    SOURCES
-        .into_iter()
-        .filter(move |s| s.when == when)
-        .map(move |s| {
-            (
-                format!("apiGroups: [\"{}\"]", s.group),
-                format!("resources: [{}]", quoted(&[s.plural])),
-                format!("verbs: [{}]", quoted(s.verbs)),
-            )
-        })
-}
-
-/// The parts `make manifests` writes from the sources table: the job's ClusterRole rules for the
-/// rows read in every pass, and the Helm component's patch adding the rows read with
-/// `--helm-releases`.
-fn parts() -> Vec<(&'static str, &'static str, String)> {
-    let role: String = source_rules(When::Always)
-        .map(|(groups, resources, verbs)| format!("  - {groups}\n    {resources}\n    {verbs}\n"))
-        .collect();
-    let helm: String = source_rules(When::HelmReleases)
-        .map(|(groups, resources, verbs)| {
-            format!(
-                "      - op: add\n        path: /rules/-\n        value:\n          {groups}\n          {resources}\n          {verbs}\n"
-            )
-        })
-        .collect();
-    vec![
-        (COMPONENT, "source-rules", role),
-        (HELM, "helm-source-rules", helm),
-    ]
-}
-
-/// The sources' rules are what the table gives; `make manifests` (MANIFESTS_WRITE=1) rewrites
-/// stale ones.
-#[test]
-fn the_generated_source_rules_are_fresh() {
-    let write = std::env::var_os("MANIFESTS_WRITE").is_some();
-    let stale = freshen_generated_parts(std::path::Path::new(ROOT), &parts(), write);
-    assert!(
-        write || stale.is_empty(),
-        "stale generated parts: {}. Run `make manifests` and commit the result.",
-        stale.join(", ")
-    );
 }
 
 /// The job's ClusterRole grants nothing else on the sources' groups than the generated rules.

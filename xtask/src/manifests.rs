@@ -1,19 +1,22 @@
-//! The shipped manifests written from the guard's own tables: the provider table
-//! (`guard::catalogue::PROVIDERS`) gives the DELETE rules, the catalogue's readable kinds
-//! (`guard::catalogue::resources_read`) the contextAwareResources and the reader's RBAC, and the
-//! kinds the mutation reads (`resources_read_by_the_mutation`) the mutation's.
-//!
-//! Each generated part of a file sits between two marker lines,
-//! `# BEGIN generated: NAME (make manifests)` and `# END generated: NAME`. A test fails when a
-//! part is stale; `make manifests` (MANIFESTS_WRITE=1) rewrites it. Everything outside the markers
-//! is written by hand.
+//! The generated parts of the shipped manifests, from the code's tables: the provider table
+//! (`guard::catalogue::PROVIDERS`) gives the DELETE rules and template-cleanup's grant on the
+//! templates, the catalogue's readable kinds (`guard::catalogue::resources_read`) the
+//! contextAwareResources and the reader's RBAC, the kinds the mutation reads
+//! (`resources_read_by_the_mutation`) the mutation's, the referrer table template-cleanup's `list`
+//! grants, and template-cleanup's sources table (`template_cleanup_core::sources::SOURCES`) its
+//! deploy-tool rules: those of every pass in its ClusterRole, those read with `--helm-releases`
+//! in the Helm component.
 
 use guard::catalogue::{
     resources_read, resources_read_by_the_mutation, Resource, CRD, PROVIDERS, REFERRERS,
 };
-use guard::testing::freshen_generated_parts;
+use template_cleanup_core::sources::{When, SOURCES};
 
-use super::root;
+use crate::derived::Derived;
+use crate::rules::{self, flow, Rule};
+
+const CLEANUP_ROLE: &str = "examples/cleanup/component/cleanup.yaml";
+const CLEANUP_HELM: &str = "examples/cleanup/helm/kustomization.yaml";
 
 /// `(group, plural)` pairs grouped by group, in the order groups first appear, each group's
 /// plurals sorted and once.
@@ -32,35 +35,21 @@ fn grouped<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(&'a str,
     groups
 }
 
-/// One rule per group, at `indent`: `head` follows `apiGroups` (`{pad}` is the indent), `tail`
-/// closes it (its operations or verbs). Up to `inline` plurals go on one line, more an item a
-/// line.
-fn rules(
-    indent: usize,
-    groups: &[(&str, Vec<&str>)],
-    head: &str,
-    tail: &str,
-    inline: usize,
-) -> String {
-    let pad = " ".repeat(indent);
-    let mut out = String::new();
-    for (group, plurals) in groups {
-        out += &format!(
-            "{pad}- apiGroups: [\"{group}\"]\n{}",
-            head.replace("{pad}", &pad)
-        );
-        if plurals.len() <= inline {
-            let list: Vec<String> = plurals.iter().map(|p| format!("\"{p}\"")).collect();
-            out += &format!("{pad}  resources: [{}]\n", list.join(", "));
-        } else {
-            out += &format!("{pad}  resources:\n");
-            for plural in plurals {
-                out += &format!("{pad}    - {plural}\n");
-            }
-        }
-        out += &format!("{pad}  {tail}\n");
-    }
-    out
+/// One rule per group, closed by `last`.
+fn per_group<'a>(
+    groups: Vec<(&'a str, Vec<&'a str>)>,
+    every_version: bool,
+    last: &str,
+) -> Vec<Rule<'a>> {
+    groups
+        .into_iter()
+        .map(|(group, resources)| Rule {
+            group,
+            resources,
+            every_version,
+            last: last.to_string(),
+        })
+        .collect()
 }
 
 /// Every provider's templates, by group in the table's order.
@@ -73,26 +62,16 @@ fn provider_groups() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 /// The guard's DELETE rules: every provider's templates, at every version.
-fn guarded_rules(indent: usize) -> String {
-    rules(
-        indent,
-        &provider_groups(),
-        "{pad}  apiVersions: [\"*\"]\n",
-        "operations: [\"DELETE\"]",
-        0,
-    )
+pub fn guarded_rules(indent: usize) -> String {
+    let rules = per_group(provider_groups(), true, "operations: [\"DELETE\"]");
+    rules::list(indent, &rules, 0)
 }
 
 /// template-cleanup's grant on the templates: list them, delete them one by one; the same
 /// groups and plurals as the guard's rules, so that it collects what the guard guards.
 fn cleanup_template_rules(indent: usize) -> String {
-    rules(
-        indent,
-        &provider_groups(),
-        "",
-        "verbs: [\"get\", \"list\", \"delete\"]",
-        0,
-    )
+    let verbs = flow("verbs", &["get", "list", "delete"]);
+    rules::list(indent, &per_group(provider_groups(), false, &verbs), 0)
 }
 
 /// Every kind of `read` at each version the policy can read it: the CRDs first, then by
@@ -129,13 +108,8 @@ fn reader_rules(indent: usize) -> String {
     read.sort_unstable();
     let mut groups = vec![(CRD.group, vec![CRD.plural])];
     groups.extend(grouped(read.into_iter()));
-    rules(
-        indent,
-        &groups,
-        "",
-        "verbs: [\"get\", \"list\", \"watch\"]",
-        5,
-    )
+    let verbs = flow("verbs", &["get", "list", "watch"]);
+    rules::list(indent, &per_group(groups, false, &verbs), 5)
 }
 
 /// template-cleanup's `list` on every kind of the guard's referrer table, one rule per group:
@@ -146,72 +120,80 @@ fn cleanup_referrer_rules(indent: usize) -> String {
         .map(|r| (r.resource.group, r.resource.plural))
         .collect();
     read.sort_unstable();
-    rules(
+    let verbs = flow("verbs", &["list"]);
+    rules::list(
         indent,
-        &grouped(read.into_iter()),
-        "",
-        "verbs: [\"list\"]",
+        &per_group(grouped(read.into_iter()), false, &verbs),
         usize::MAX,
     )
 }
 
-/// The generated parts: file, marker name, text.
-fn parts() -> Vec<(&'static str, &'static str, String)> {
+/// The rules of the sources read `when`, one per row, in the table's order.
+fn source_rules(when: When) -> Vec<Rule<'static>> {
+    SOURCES
+        .iter()
+        .filter(|s| s.when == when)
+        .map(|s| Rule {
+            group: s.group,
+            resources: vec![s.plural],
+            every_version: false,
+            last: flow("verbs", s.verbs),
+        })
+        .collect()
+}
+
+/// Every generated part of the manifests.
+pub fn parts() -> Vec<Derived> {
+    let part = |path, name, body| Derived::Part { path, name, body };
     vec![
-        ("metadata.yml", "guarded-rules", guarded_rules(2)),
-        (
+        part("metadata.yml", "guarded-rules", guarded_rules(2)),
+        part(
             "metadata.yml",
             "context-aware-resources",
             context_aware_resources(2, resources_read()),
         ),
-        (
+        part(
             "examples/guard/cluster-admission-policy-guard.yaml",
             "guarded-rules",
             guarded_rules(4),
         ),
-        (
+        part(
             "examples/guard/cluster-admission-policy-guard.yaml",
             "context-aware-resources",
             context_aware_resources(4, resources_read()),
         ),
-        (
+        part(
             "examples/cluster-admission-policy-mutate.yaml",
             "context-aware-resources",
             context_aware_resources(4, resources_read_by_the_mutation()),
         ),
-        ("examples/rbac.yaml", "reader-rules", reader_rules(2)),
-        (
-            "examples/cleanup/component/cleanup.yaml",
-            "template-rules",
-            cleanup_template_rules(2),
+        part("examples/rbac.yaml", "reader-rules", reader_rules(2)),
+        part(CLEANUP_ROLE, "template-rules", cleanup_template_rules(2)),
+        part(CLEANUP_ROLE, "referrer-rules", cleanup_referrer_rules(2)),
+        part(
+            CLEANUP_ROLE,
+            "source-rules",
+            rules::list(2, &source_rules(When::Always), usize::MAX),
         ),
-        (
-            "examples/cleanup/component/cleanup.yaml",
-            "referrer-rules",
-            cleanup_referrer_rules(2),
+        part(
+            CLEANUP_HELM,
+            "helm-source-rules",
+            rules::added(6, &source_rules(When::HelmReleases), usize::MAX),
         ),
     ]
 }
 
-/// Every generated part is what the tables give; with MANIFESTS_WRITE=1 stale parts are
-/// rewritten.
-#[test]
-fn the_generated_parts_are_fresh() {
-    let write = std::env::var_os("MANIFESTS_WRITE").is_some();
-    let stale = freshen_generated_parts(&root(), &parts(), write);
-    assert!(
-        write || stale.is_empty(),
-        "stale generated parts: {}. Run `make manifests` and commit the result.",
-        stale.join(", ")
-    );
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[test]
-fn every_provider_plural_is_in_the_rules() {
-    let rules = guarded_rules(0);
-    for provider in PROVIDERS {
-        for plural in provider.templates {
-            assert!(rules.contains(&format!("    - {plural}\n")), "{plural}");
+    #[test]
+    fn every_provider_plural_is_in_the_rules() {
+        let rules = guarded_rules(0);
+        for provider in PROVIDERS {
+            for plural in provider.templates {
+                assert!(rules.contains(&format!("    - {plural}\n")), "{plural}");
+            }
         }
     }
 }
