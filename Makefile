@@ -252,10 +252,10 @@ sbom-lock:
 	SBOM_LOCK_WRITE=1 cargo test --locked --test sbom -- --nocapture the_policy_lock
 
 # Rewrites the requests, settings and sessions of test_data/ that e2e.bats replays, from the
-# objects and the guard's catalogue (tests/cases/); `cargo test --test cases` fails while stale.
+# objects and the guard's catalogue (xtask/src/cases/); `cargo xtask check` fails while stale.
 .PHONY: cases
 cases:
-	CASES_WRITE=1 cargo test --locked --test cases
+	cargo run --locked -q -p xtask -- gen cases catalogue
 
 # Rewrites the generated parts of metadata.yml and the examples (between `# BEGIN generated`
 # and `# END generated` lines) from the guard's provider table and catalogue and template-cleanup's

@@ -8,9 +8,11 @@
 //! ```
 //!
 //! The families: `manifests` (the generated parts of metadata.yml and examples/), `catalogue`
-//! (test_data/catalogue.json), with no family every one. `cargo test -p xtask` runs `check` too,
+//! (test_data/catalogue.json), `cases` (the requests, settings and sessions of test_data/ that
+//! e2e.bats replays, xtask/src/cases/); with no family every one. `cargo test -p xtask` runs `check` too,
 //! so that `cargo test --workspace` fails while a file is stale.
 
+mod cases;
 mod catalogue;
 mod derived;
 mod manifests;
@@ -36,6 +38,7 @@ type Family = (&'static str, fn() -> Vec<Derived>);
 const FAMILIES: &[Family] = &[
     ("manifests", manifests::parts),
     ("catalogue", || vec![catalogue::file()]),
+    ("cases", cases::files),
 ];
 
 /// The families `names` picks (none: all), or the unknown name.

@@ -8,11 +8,9 @@
 //! matched exactly, so the masks must be the ones the policy sends. Every session that makes a
 //! lookup starts with the cluster-wide CRD list.
 //!
-//! `cargo test --test cases` fails when a committed file is stale; `make cases`
-//! (CASES_WRITE=1) rewrites them.
+//! `cargo xtask check` names a committed file that is stale; `make cases` (`cargo xtask gen
+//! cases`) rewrites them.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +19,8 @@ use guard::catalogue::{self, masks_of, resources_read, Resource, CRD};
 use guard::testing::{get_masked, masked, USUAL};
 use serde_json::{json, Value};
 
-use common::root;
+use crate::derived::Derived;
+use crate::root;
 
 pub const NS: &str = "edge-sites";
 pub const CAPI: &str = "cluster.x-k8s.io";
@@ -295,49 +294,43 @@ fn session_yaml(calls: &[Value]) -> String {
     out
 }
 
-/// The files of every case: path under test_data/, text.
-fn files() -> Vec<(String, String)> {
+/// The files of every case, under test_data/.
+pub fn files() -> Vec<Derived> {
     let mut out = Vec::new();
     for (name, case) in table::cases() {
         let request = serde_json::to_string_pretty(&case.request).unwrap_or_default();
-        out.push((format!("requests/{name}.json"), format!("{request}\n")));
-        out.push((
+        let file = |path: String, text: String| Derived::File {
+            path: format!("test_data/{path}"),
+            text,
+        };
+        out.push(file(
+            format!("requests/{name}.json"),
+            format!("{request}\n"),
+        ));
+        out.push(file(
             format!("settings/{name}.json"),
             format!("{}\n", case.settings),
         ));
-        out.push((format!("sessions/{name}.yml"), session_yaml(&case.calls)));
+        out.push(file(
+            format!("sessions/{name}.yml"),
+            session_yaml(&case.calls),
+        ));
     }
     out
 }
 
-/// Every generated file is what the cases give; with CASES_WRITE=1 stale ones are rewritten.
-#[test]
-fn the_generated_cases_are_fresh() {
-    let write = std::env::var_os("CASES_WRITE").is_some();
-    let mut stale = Vec::new();
-    for (path, text) in files() {
-        let file = root().join("test_data").join(&path);
-        if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
-            stale.push(path);
-            if write {
-                std::fs::write(&file, &text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            }
-        }
-    }
-    assert!(
-        write || stale.is_empty(),
-        "stale generated cases: {}. Run `make cases` and commit the result.",
-        stale.join(", ")
-    );
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A session's YAML reads back as the exchanges it was written from.
-#[test]
-fn a_session_reads_back_as_written() {
-    let calls = vec![
-        list_call("MachineSet", V2, &[], None),
-        list_call("MachineSet", V1, &[], Some("it's refused")),
-    ];
-    let back: Value = yaml_serde::from_str(&session_yaml(&calls)).unwrap();
-    assert_eq!(back, Value::Array(calls));
+    /// A session's YAML reads back as the exchanges it was written from.
+    #[test]
+    fn a_session_reads_back_as_written() {
+        let calls = vec![
+            list_call("MachineSet", V2, &[], None),
+            list_call("MachineSet", V1, &[], Some("it's refused")),
+        ];
+        let back: Value = yaml_serde::from_str(&session_yaml(&calls)).unwrap();
+        assert_eq!(back, Value::Array(calls));
+    }
 }
