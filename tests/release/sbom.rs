@@ -5,7 +5,7 @@
 
 use super::*;
 
-#[path = "lockfile.rs"]
+#[path = "../../xtask/src/lockfile.rs"]
 mod lockfile;
 
 #[test]

@@ -9,7 +9,7 @@
 //! declares this binary `test = false`. `make sbom-lock` runs the lock's test with
 //! `SBOM_LOCK_WRITE=1`, which rewrites tests/release/policy-sbom/Cargo.lock instead of comparing.
 
-#[path = "lockfile.rs"]
+#[path = "../../xtask/src/lockfile.rs"]
 mod lockfile;
 
 use serde_json::Value;

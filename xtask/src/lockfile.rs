@@ -4,7 +4,7 @@
 //! (.syft.yaml says why syft reads that file instead of the workspace lock).
 //!
 //! Shared by the `release` tests (each entry is the workspace lock's own) and the `sbom` test
-//! binary (`make sbom-test`, `make sbom-lock`).
+//! binary (`make sbom-test`, `make sbom-lock`), which include this file by its path.
 #![allow(dead_code)] // each test binary uses part of it
 
 use std::collections::BTreeSet;
