@@ -10,7 +10,7 @@ workload-cluster.values.yaml whose source is this project, its kustomization_spe
 writes it (`_components` then `components`, `_patches` then `patches`: templates/units.yaml
 lines 274-279 at fd968edc; `{{ .Release.Namespace }}` and the other templates of those units
 standing for what the chart gives them), built by kustomize and Flux's substitution and checked
-(sylva-render/units.py says what).
+(sylva-render/units.py says what), and no object applied by two of them.
 
 With CHART_DIR:
 
@@ -45,7 +45,7 @@ alone; with the refresh file added, that render must fail, as it does on such a 
 
 Then it checks that this project's units are where they belong and in the order
 docs/operations.md ("Sylva") gives, builds each rendered unit whose source is this project as
-Flux does (as above, from its rendered spec), prints the units of each render with their
+Flux does (as above, from its rendered spec; no object applied by two of them), prints the units of each render with their
 dependsOn, and exits 1 if any check fails. The closing line counts the checks.
 """
 
@@ -73,12 +73,14 @@ REFRESH = "refresh-metal3machinetemplates"
 OURS = (
     "kubewarden",
     "capi-template-guard",
-    "capi-template-cleanup",
     "capi-template-guard-monitoring",
     "capi-template-guard-prepare",
     "capi-template-guard-ready",
 )
 REPLACED = ("cluster-garbage-collector", REFRESH)
+# template-cleanup, in the guard's unit: examples/cleanup applies the main guard too, so a unit of
+# its own would be a second owner of it (examples/cleanup/kustomization.yaml).
+CLEANUP = ["cleanup/component", "cleanup/helm"]
 
 
 class CheckFailed(Exception):
@@ -236,10 +238,15 @@ def check_folders(results, evaluate):
         except CheckFailed as failure:
             results.check(False, f"units' folders, {label}: {failure}")
             continue
+        owners = {}
         for name, spec in specs.items():
             objects = unit_checks.check_unit(results, f"units' folders, {label}: {name}", spec, ROOT,
                                              evaluate=evaluate)
             print(f"units' folders, {label}: {name}: {len(objects or [])} objects built", flush=True)
+            for obj in objects or []:
+                owners.setdefault(unit_checks.where(obj), []).append(name)
+        shared = {obj: names for obj, names in owners.items() if len(names) > 1}
+        results.check(not shared, f"units' folders, {label}: objects applied by two units: {shared}")
 
 
 # The namespaces this project's units apply to that another unit creates: capi-system by Sylva's
@@ -260,13 +267,17 @@ def waits_for(units, unit_name):
 
 
 def check_rendered_builds(results, name, units, evaluate):
-    """Each rendered unit whose source is this project, built as Flux builds it, and after the
-    unit that creates each namespace it applies to."""
+    """Each rendered unit whose source is this project, built as Flux builds it, after the unit
+    that creates each namespace it applies to, and the only one of them that applies its objects
+    (two Flux Kustomizations that apply one object undo each other's version of it)."""
+    owners = {}
     for unit_name, unit in sorted(units.items()):
         if (unit["spec"].get("sourceRef") or {}).get("name") != SOURCE:
             continue
         label = f"{name}: {unit_name}"
         objects = unit_checks.check_unit(results, label, unit["spec"], ROOT, evaluate=evaluate)
+        for obj in objects or []:
+            owners.setdefault(unit_checks.where(obj), []).append(unit_name)
         before = waits_for(units, unit_name)
         for ns in sorted({(o.get("metadata") or {}).get("namespace") for o in objects or []} - {None}):
             creator = NAMESPACE_CREATORS.get(ns)
@@ -274,7 +285,8 @@ def check_rendered_builds(results, name, units, evaluate):
                 results.check(creator in before,
                               f"{label}: applies to namespace {ns} without waiting for {creator}, "
                               "which creates it")
-
+    shared = {obj: names for obj, names in owners.items() if len(names) > 1}
+    results.check(not shared, f"{name}: objects applied by two units: {shared}")
 
 def main(argv):
     if len(argv) > 2:
@@ -373,12 +385,12 @@ def check_shape(results, chart, chart_dir, shape, mgmt, ours, evaluate):
 def check_before_pivot(units, name):
     check_absent(units, ("cluster", "capi-template-guard-prepare", "capi-template-guard-ready")
                  + REPLACED, name)
-    for unit in ("kubewarden", "capi-template-guard", "capi-template-cleanup"):
+    for unit in ("kubewarden", "capi-template-guard"):
         expect(unit in units, f"{name}: no {unit} unit")
     guard = depends_on(units["capi-template-guard"])
-    expect("kubewarden" in guard and "cluster" not in guard
+    expect("kubewarden" in guard and "capi" in guard and "cluster" not in guard
            and "capi-template-guard-prepare" not in guard,
-           f"{name}: capi-template-guard must wait for kubewarden, not cluster: {guard}")
+           f"{name}: capi-template-guard must wait for kubewarden and capi, not cluster: {guard}")
 
 
 def check_management(units, management, name, refreshing):
@@ -387,12 +399,13 @@ def check_management(units, management, name, refreshing):
     for unit in OURS[:-1]:
         expect(unit in units, f"{name}: no {unit} unit")
     guard = depends_on(units["capi-template-guard"])
-    for dep in ("kubewarden", "cluster", "capi-template-guard-prepare"):
+    for dep in ("kubewarden", "capi", "cluster", "capi-template-guard-prepare"):
         expect(dep in guard, f"{name}: capi-template-guard does not wait for {dep}: {guard}")
     expect("cluster" in depends_on(units["capi-template-guard-prepare"]),
            f"{name}: capi-template-guard-prepare does not wait for cluster")
-    expect("capi-template-guard" in depends_on(units["capi-template-cleanup"]),
-           f"{name}: capi-template-cleanup does not wait for the guard")
+    expect(units["capi-template-guard"]["spec"].get("components") == CLEANUP,
+           f"{name}: capi-template-guard must apply template-cleanup with its components "
+           f"{CLEANUP}: {units['capi-template-guard']['spec'].get('components')}")
     expect("monitoring" in depends_on(units["capi-template-guard-monitoring"]),
            f"{name}: capi-template-guard-monitoring does not wait for monitoring")
     prepare = units["capi-template-guard-prepare"]["spec"]
