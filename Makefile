@@ -242,14 +242,15 @@ bench-cleanup: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 # The policy's SBOM (.syft.yaml): syft scans the checkout as Kubewarden's release workflow does,
 # and its packages must be exactly the module's, as cargo tree lists them (tests/release/
 # sbom_scan.rs, `test = false` in Cargo.toml). `make sbom-lock` rewrites the lock syft reads,
-# tests/release/policy-sbom/Cargo.lock, after a change to the policy's dependencies.
+# tests/release/policy-sbom/Cargo.lock, after a change to the policy's dependencies
+# (xtask/src/sbom.rs; `cargo xtask check` fails while it is stale).
 .PHONY: sbom-test sbom-lock
 sbom-test: $(TOOLS_BIN)/syft
 	cargo clippy --locked --test sbom -- -D warnings
 	SYFT=$(TOOLS_BIN)/syft cargo test --locked --test sbom -- --nocapture
 
 sbom-lock:
-	SBOM_LOCK_WRITE=1 cargo test --locked --test sbom -- --nocapture the_policy_lock
+	cargo run --locked -q -p xtask -- gen sbom-lock
 
 # Rewrites the requests, settings and sessions of test_data/ that e2e.bats replays, from the
 # objects and the guard's catalogue (xtask/src/cases/); `cargo xtask check` fails while stale.

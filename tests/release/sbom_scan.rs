@@ -6,8 +6,9 @@
 //! capi-template-guard`, with no package of any other kind beside them.
 //!
 //! Run by `make sbom-test` only, with the syft that `make setup` installs (`SYFT=path`): Cargo.toml
-//! declares this binary `test = false`. `make sbom-lock` runs the lock's test with
-//! `SBOM_LOCK_WRITE=1`, which rewrites tests/release/policy-sbom/Cargo.lock instead of comparing.
+//! declares this binary `test = false`. The lock syft reads, tests/release/policy-sbom/Cargo.lock,
+//! is written from cargo tree by `make sbom-lock` (`cargo xtask gen sbom-lock`, xtask/src/sbom.rs)
+//! and checked by `cargo xtask check`.
 
 #[path = "../../xtask/src/lockfile.rs"]
 mod lockfile;
@@ -60,29 +61,6 @@ fn module_packages(root: &Path) -> BTreeSet<(String, String)> {
         "cargo tree did not list {PACKAGE}:\n{tree}"
     );
     packages
-}
-
-#[test]
-fn the_policy_lock_holds_the_modules_packages() {
-    let root = repo();
-    let keep = module_packages(&root);
-    let workspace = std::fs::read_to_string(root.join("Cargo.lock"))
-        .unwrap_or_else(|e| panic!("Cargo.lock cannot be read: {e}."));
-    let expected = lockfile::policy_lock(&workspace, &keep);
-    let path = root.join(lockfile::POLICY_LOCK);
-    if std::env::var_os("SBOM_LOCK_WRITE").is_some() {
-        std::fs::write(&path, &expected)
-            .unwrap_or_else(|e| panic!("{} cannot be written: {e}.", path.display()));
-        println!("{}: {} packages.", lockfile::POLICY_LOCK, keep.len());
-        return;
-    }
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        current == expected,
-        "{} is not the module's packages ({} in cargo tree): run `make sbom-lock`.",
-        lockfile::POLICY_LOCK,
-        keep.len()
-    );
 }
 
 /// The SPDX packages as (purl type, name, version), the document's own root left out.

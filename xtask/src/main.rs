@@ -9,14 +9,17 @@
 //!
 //! The families: `manifests` (the generated parts of metadata.yml and examples/), `catalogue`
 //! (test_data/catalogue.json), `cases` (the requests, settings and sessions of test_data/ that
-//! e2e.bats replays, xtask/src/cases/); with no family every one. `cargo test -p xtask` runs `check` too,
+//! e2e.bats replays, xtask/src/cases/), `sbom-lock` (the policy's SBOM lock, from Cargo.lock and
+//! cargo tree); with no family every one. `cargo test -p xtask` runs `check` too,
 //! so that `cargo test --workspace` fails while a file is stale.
 
 mod cases;
 mod catalogue;
 mod derived;
+mod lockfile;
 mod manifests;
 mod rules;
+mod sbom;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -39,6 +42,7 @@ const FAMILIES: &[Family] = &[
     ("manifests", manifests::parts),
     ("catalogue", || vec![catalogue::file()]),
     ("cases", cases::files),
+    ("sbom-lock", sbom::files),
 ];
 
 /// The families `names` picks (none: all), or the unknown name.
