@@ -91,8 +91,9 @@ fn the_job_reads_the_guard_and_the_deploy_tools_and_changes_nothing_else() {
         "the ClusterRole must let the job get the guard's webhook configuration {webhook}"
     );
     // The deploy tools' rules (Flux, Argo CD, and Helm's with examples/cleanup/helm) are the rows
-    // of the core's sources table: template-cleanup/core/tests/sources.rs checks this ClusterRole,
-    // the Helm component and docs/cleanup.md against it, so no list of tools is repeated here.
+    // of the core's sources table: `cargo xtask check` (xtask/src/checks/cleanup.rs) checks this
+    // ClusterRole, the Helm component and docs/cleanup.md against it, so no list of tools is
+    // repeated here.
     let granted = granted();
     assert!(
         !granted.contains_key(&(String::new(), "secrets".to_string())),

@@ -10,11 +10,14 @@
 //! The families: `manifests` (the generated parts of metadata.yml and examples/), `catalogue`
 //! (test_data/catalogue.json), `cases` (the requests, settings and sessions of test_data/ that
 //! e2e.bats replays, xtask/src/cases/), `sbom-lock` (the policy's SBOM lock, from Cargo.lock and
-//! cargo tree); with no family every one. `cargo test -p xtask` runs `check` too,
+//! cargo tree); with no family every one, and `check` then runs the consistency checks too
+//! (xtask/src/checks/: the docs' quotes of the refusal, the docs' list of pre-flight checks, the
+//! clean-up's RBAC against its sources table). `cargo test -p xtask` runs `check` too,
 //! so that `cargo test --workspace` fails while a file is stale.
 
 mod cases;
 mod catalogue;
+mod checks;
 mod derived;
 mod lockfile;
 mod manifests;
@@ -86,13 +89,18 @@ fn freshen(root: &Path, names: &[String], write: bool) -> Result<Vec<String>, St
     Ok(stale)
 }
 
-/// Every problem `check` finds: stale files, then failed consistency checks.
+/// Every problem `check` finds: stale files, then, when no family is named, failed consistency
+/// checks (xtask/src/checks/).
 fn problems(root: &Path, names: &[String]) -> Result<Vec<String>, String> {
     let stale = freshen(root, names, false)?;
-    Ok(stale
+    let mut found: Vec<String> = stale
         .into_iter()
         .map(|file| format!("{file} is stale: run `cargo xtask gen` and commit the result"))
-        .collect())
+        .collect();
+    if names.is_empty() {
+        found.extend(checks::run(root));
+    }
+    Ok(found)
 }
 
 fn main() -> ExitCode {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::ServedKind;
 
 /// The pre-flight's checks, in the order a pass runs them; docs/cleanup.md lists each by name
-/// (`the_docs_list_every_check` in core/tests/preflight.rs). Adding one is a variant, its name,
+/// (`cargo xtask check` compares them: xtask/src/checks/cleanup.rs). Adding one is a variant, its name,
 /// its place in [`Check::ALL`] (the build fails without it), and the place that refuses with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {

@@ -1,7 +1,8 @@
 //! The desired-state sources, one row each: what the pass discovers, lists and reads, and the
 //! RBAC the job needs for it. Discovery, the pass (`template-cleanup/src/sources.rs`), the RBAC
 //! table of docs/cleanup.md and the RBAC of examples/cleanup are all checked against [`SOURCES`]
-//! (`template-cleanup/core/tests/sources.rs`): adding a deploy tool is one row here plus its
+//! (`cargo xtask check`, xtask/src/checks/cleanup.rs), and the RBAC's rules are written from it
+//! (`make manifests`, xtask/src/manifests.rs): adding a deploy tool is one row here plus its
 //! reader.
 
 use serde_json::Value;

@@ -1,11 +1,13 @@
-//! The pre-flight (the guard's policy and its live webhook), its checks as docs/cleanup.md lists
-//! them, and the kinds collected, as tables. The probe is in probe.rs, the answers in answer.rs.
+//! The pre-flight (the guard's policy and its live webhook) and the kinds collected, as tables.
+//! The probe is in probe.rs, the answers in answer.rs; that docs/cleanup.md lists every check, and
+//! that the shipped policies carry the clean-up's condition, `cargo xtask check` proves
+//! (xtask/src/checks/cleanup.rs).
 
 use rstest::rstest;
 use serde_json::{json, Value};
 use template_cleanup_core::preflight::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups,
-    selected_by_the_cleanup_condition, Check, Served, Webhook, SELECTS_THE_CLEANUP,
+    check_coverage, check_policy, check_webhook, collectable, rule_groups, Check, Served, Webhook,
+    SELECTS_THE_CLEANUP,
 };
 use template_cleanup_core::ServedKind;
 
@@ -194,77 +196,6 @@ fn pre_flight_on_the_live_webhook(
     }
 }
 
-/// The shipped template-cleanup policy carries exactly the condition the pre-flight accepts, and
-/// the main guard, once examples/cleanup/component adds it, a condition that skips one account
-/// only, which that condition selects: every template DELETE is judged by at least one of them,
-/// template-cleanup's by its own.
-/// The clean-up's policy is the main guard patched (examples/cleanup/guard/kustomization.yaml):
-/// the condition is read from that patch; tests/packaging/placement.rs builds it with kustomize
-/// and checks that nothing else differs.
-#[test]
-fn the_shipped_policies_carry_the_cleanups_condition() {
-    let read = |path: &str| -> Value {
-        let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
-        yaml_value(&text)
-    };
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let kustomization = read("examples/cleanup/guard/kustomization.yaml");
-    let ops: Value = yaml_value(
-        kustomization["patches"][0]["patch"]
-            .as_str()
-            .expect("the clean-up guard is one patch of the main guard"),
-    );
-    let op = |path: &str| {
-        ops.as_array()
-            .unwrap()
-            .iter()
-            .find(|op| op["path"] == path)
-            .unwrap_or_else(|| panic!("the patch sets {path}"))["value"]
-            .clone()
-    };
-    assert_eq!(op("/metadata/name"), "capi-template-guard-cleanup");
-    assert_eq!(op("/spec/mode"), "protect");
-    let conditions = op("/spec/matchConditions");
-    let conditions = conditions.as_array().unwrap();
-    assert_eq!(conditions.len(), 1, "{conditions:?}");
-    assert_eq!(conditions[0]["name"], SELECTS_THE_CLEANUP.0);
-    assert_eq!(
-        squash(conditions[0]["expression"].as_str().unwrap()),
-        SELECTS_THE_CLEANUP.1
-    );
-    let main = read("examples/guard/cluster-admission-policy-guard.yaml");
-    assert_eq!(
-        main["spec"]["matchConditions"],
-        json!([]),
-        "the main guard exempts no one unless a component says so"
-    );
-    let component = read("examples/cleanup/component/kustomization.yaml");
-    let exclusion = component["patches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["patch"].as_str())
-        .flat_map(|patch| yaml_value(patch).as_array().cloned().unwrap_or_default())
-        .find(|op| op["value"]["name"] == "not-capi-template-cleanup")
-        .expect("the component leaves template-cleanup's DELETEs to its own policy");
-    assert_eq!(exclusion["path"], "/spec/matchConditions/-");
-    let expression = squash(exclusion["value"]["expression"].as_str().unwrap());
-    let account = expression
-        .strip_prefix("request.userInfo.username != '")
-        .and_then(|rest| rest.strip_suffix('\''))
-        .unwrap_or_else(|| panic!("one account skipped: {expression}"));
-    assert!(
-        selected_by_the_cleanup_condition(account),
-        "{account} is judged by template-cleanup's policy"
-    );
-}
-
-/// A one-document YAML file as JSON (template-cleanup's policy and the main guard).
-fn yaml_value(text: &str) -> Value {
-    yaml_serde::from_str(text).unwrap()
-}
-
 /// A guard whose webhook sends DELETEs to it by `rules`.
 fn webhook_with_rules(rules: Value) -> Webhook {
     check_webhook("g", Some(&hook_with(|h| h["rules"] = rules))).unwrap()
@@ -390,32 +321,4 @@ fn the_kinds_collected_are_the_served_templates_the_rules_guard_at_the_preferred
         collectable(&webhook, &all),
         vec![kct("v1beta1"), m3mt("v1beta1")]
     );
-}
-
-/// docs/cleanup.md names every pre-flight check, and no other: a bullet of its pre-flight list
-/// opens with the check's name, and the caller's check (step 1) is named as `check `...``.
-#[test]
-fn the_docs_list_every_check() {
-    let docs = include_str!("../../../docs/cleanup.md");
-    let start = docs
-        .find("**Pre-flight.**")
-        .expect("docs/cleanup.md has a pre-flight section");
-    let end = start
-        + docs[start..]
-            .find("Fields and defaults")
-            .expect("the section ends");
-    let listed = docs[start..end]
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("- `"))
-        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
-    let named = docs
-        .split("check `")
-        .skip(1)
-        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name));
-    let mut documented: Vec<&str> = listed.chain(named).collect();
-    documented.sort_unstable();
-    documented.dedup();
-    let mut checks: Vec<&str> = Check::ALL.iter().map(|c| c.name()).collect();
-    checks.sort_unstable();
-    assert_eq!(documented, checks);
 }
