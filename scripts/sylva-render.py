@@ -375,7 +375,7 @@ def check_shape(results, chart, chart_dir, shape, mgmt, ours, evaluate):
                 check_management(units, management, name, refreshing)
                 state = mgmt_cluster_state_values(units)
             else:
-                check_workload(units, workload, name)
+                check_workload(units, management, name)
             results.check(True, f"{name}: renders and holds")
             check_rendered_builds(results, name, units, evaluate)
         except CheckFailed as failure:
@@ -424,8 +424,10 @@ def check_management(units, management, name, refreshing):
            f"{name}: the kubewarden HelmRelease must keep drift detection on with our ignore rules: {drift}")
 
 
-def check_workload(units, workload, name):
-    check_cluster(units, workload, name, allowed=("capi-template-guard-ready",))
+def check_workload(units, management, name):
+    # The post-renderer reaches each workload release through mgmt_cluster_state_values alone.
+    check_cluster(units, management["mgmt_cluster_state_values"], name,
+                  allowed=("capi-template-guard-ready",))
     check_absent(units, tuple(u for u in OURS if u not in ("capi-template-guard-prepare",
                                                             "capi-template-guard-ready"))
                  + REPLACED, name)

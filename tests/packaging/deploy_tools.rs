@@ -194,9 +194,11 @@ fn kept_and_labelled(object: &Value) -> bool {
     "examples/sylva/values.yaml",
     "/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
 )]
+// Each workload cluster's `cluster` unit gets it from the management cluster's
+// mgmt_cluster_state_values (examples/sylva/workload-cluster.values.yaml says why).
 #[case::sylva_workload_cluster_unit(
-    "examples/sylva/workload-cluster.values.yaml",
-    "/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
+    "examples/sylva/values.yaml",
+    "/mgmt_cluster_state_values/units/cluster/helmrelease_spec/postRenderers/0/kustomize/patches"
 )]
 fn each_snippet_carries_the_components_patch(#[case] file: &str, #[case] pointer: &str) {
     assert_eq!(
