@@ -260,12 +260,14 @@ cases:
 
 # Rewrites the generated parts of metadata.yml and the examples (between `# BEGIN generated`
 # and `# END generated` lines) from the guard's provider table and catalogue and template-cleanup's
-# sources table (xtask/src/manifests.rs), and test_data/catalogue.json (xtask/src/catalogue.rs).
+# sources table (xtask/src/manifests.rs), then the annotations of artifacthub-pkg.yml from
+# metadata.yml and questions-ui.yml (xtask/src/artifacthub.rs), and test_data/catalogue.json
+# (xtask/src/catalogue.rs).
 # `cargo xtask check` (make xtask-check, part of make test) and `cargo test -p xtask` fail while
 # one is stale.
 .PHONY: manifests
 manifests:
-	cargo run --locked -q -p xtask -- gen manifests catalogue
+	cargo run --locked -q -p xtask -- gen manifests artifacthub catalogue
 
 # Every derived file fresh (each has one writer, in xtask/), and the docs and examples in step with
 # the code's tables: names each stale file and each failed check, and exits 1 (xtask/src/main.rs).

@@ -7,7 +7,8 @@
 //! cargo xtask check [FAMILY...]   # names each stale file and each failed check; exits 1 if any
 //! ```
 //!
-//! The families: `manifests` (the generated parts of metadata.yml and examples/), `catalogue`
+//! The families: `manifests` (the generated parts of metadata.yml and examples/), `artifacthub`
+//! (the annotations of artifacthub-pkg.yml, from metadata.yml and questions-ui.yml), `catalogue`
 //! (test_data/catalogue.json), `cases` (the requests, settings and sessions of test_data/ that
 //! e2e.bats replays, xtask/src/cases/), `sbom-lock` (the policy's SBOM lock, from Cargo.lock and
 //! cargo tree); with no family every one, and `check` then runs the consistency checks too
@@ -15,6 +16,7 @@
 //! clean-up's RBAC against its sources table). `cargo test -p xtask` runs `check` too,
 //! so that `cargo test --workspace` fails while a file is stale.
 
+mod artifacthub;
 mod cases;
 mod catalogue;
 mod checks;
@@ -43,6 +45,8 @@ type Family = (&'static str, fn() -> Vec<Derived>);
 /// Every family of derived files.
 const FAMILIES: &[Family] = &[
     ("manifests", manifests::parts),
+    // After the manifests: written from metadata.yml as they leave it.
+    ("artifacthub", artifacthub::files),
     ("catalogue", || vec![catalogue::file()]),
     ("cases", cases::files),
     ("sbom-lock", sbom::files),
