@@ -10,7 +10,9 @@ workload-cluster.values.yaml whose source is this project, its kustomization_spe
 writes it (`_components` then `components`, `_patches` then `patches`: templates/units.yaml
 lines 274-279 at fd968edc; `{{ .Release.Namespace }}` and the other templates of those units
 standing for what the chart gives them), built by kustomize and Flux's substitution and checked
-(sylva-render/units.py says what), and no object applied by two of them.
+(sylva-render/units.py says what), and no object applied by two of them; and the kubewarden
+unit's driftDetection.ignore paths, applied as helm-controller applies them (sylva-render/flux.py,
+ignored_by), against what admission-controller renders and kubewarden-controller rotates.
 
 With CHART_DIR:
 
@@ -288,6 +290,53 @@ def check_rendered_builds(results, name, units, evaluate):
     shared = {obj: names for obj, names in owners.items() if len(names) > 1}
     results.check(not shared, f"{name}: objects applied by two units: {shared}")
 
+# What admission-controller renders that kubewarden-controller rotates, as the chart renders it
+# (kubewarden/helm-charts 148b1a90, charts/admission-controller/templates/controller/webhooks.yaml:
+# the two Secrets, then 4 mutating and 5 validating webhooks, each with clientConfig.caBundle).
+def _webhooks(kind, name, count):
+    return {"kind": kind, "metadata": {"name": name},
+            "webhooks": [{"name": f"w{i}.kb.io", "clientConfig": {"caBundle": "Cg==", "service": {}}}
+                         for i in range(count)]}
+
+
+ROTATED = [
+    {"kind": "Secret", "metadata": {"name": "kubewarden-ca"},
+     "data": {"ca.crt": "Cg==", "ca.key": "Cg==", "old-ca.crt": "Cg=="}},
+    {"kind": "Secret", "metadata": {"name": "kubewarden-webhook-server-cert"},
+     "data": {"tls.crt": "Cg==", "tls.key": "Cg=="}},
+    _webhooks("MutatingWebhookConfiguration", "kubewarden-controller-mutating-webhook-configuration", 4),
+    _webhooks("ValidatingWebhookConfiguration", "kubewarden-controller-validating-webhook-configuration", 5),
+]
+
+
+def check_drift_ignore(results, rules):
+    """The kubewarden unit's driftDetection.ignore, as helm-controller applies it (flux.ignored_by):
+    each path removes something from the object its target names, and every rotated field is
+    removed (each Secret's data, each webhook's caBundle)."""
+    for bad, good in (("/webhooks[0]/clientConfig/caBundle", "/webhooks/0/clientConfig/caBundle"),):
+        results.check(not flux.ignored_by(ROTATED[3], bad) and flux.ignored_by(ROTATED[3], good),
+                      f"drift ignore: {bad} (V's monitoring unit's shape) must ignore nothing, {good} "
+                      "the first webhook's caBundle")
+    removed = {}
+    for rule in rules:
+        target = rule.get("target") or {}
+        objects = [o for o in ROTATED if o["kind"] == target.get("kind")
+                   and o["metadata"]["name"] == target.get("name")]
+        if not results.check(len(objects) == 1, f"drift ignore: {target} names none of {[unit_checks.where(o) for o in ROTATED]}"):
+            continue
+        for path in rule.get("paths") or []:
+            results.check(flux.ignored_by(objects[0], path),
+                          f"drift ignore: {path} removes nothing from {unit_checks.where(objects[0])}: "
+                          "helm-controller skips it silently and puts the rotated value back")
+            removed.setdefault(unit_checks.where(objects[0]), set()).add(path)
+    for obj in ROTATED:
+        wanted = ({"/data"} if obj["kind"] == "Secret" else
+                  {f"/webhooks/{i}/clientConfig/caBundle" for i in range(len(obj["webhooks"]))})
+        got = removed.get(unit_checks.where(obj), set())
+        results.check(wanted <= got, f"drift ignore: {unit_checks.where(obj)}: {sorted(wanted - got)} "
+                                     "not ignored, so drift correction undoes the controller's rotation")
+
+
 def main(argv):
     if len(argv) > 2:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -297,6 +346,8 @@ def main(argv):
     unit_checks.selftest_trap(results)
     evaluate = flux.cel_evaluator()
     check_folders(results, evaluate)
+    check_drift_ignore(results, load(MANAGEMENT)["units"]["kubewarden"]["helmrelease_spec"]
+                       ["driftDetection"]["ignore"])
     if len(argv) == 2:
         code = check_chart(results, Path(argv[1]), evaluate)
         if code:

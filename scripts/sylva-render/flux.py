@@ -42,6 +42,18 @@ an object's apiVersion and kind, the object is InProgress while status.observedG
 from metadata.generation; otherwise inProgress, failed, then current are evaluated in that order
 (CEL, the object's top-level fields as variables: runtime/cel/expression.go, NewExpression without
 declared variables) and the first true one decides; none true is InProgress.
+
+Drift detection's ignore rules (helm-controller v1.2.0, the one Flux 2.5 ships; its api/v2/
+helmrelease_types.go, IgnoreRule: "Paths is a list of JSON Pointer (RFC 6901) paths"): each
+rule's paths are removed from the live and the dry-run object before they are compared
+(helm-controller internal/action/diff.go@v1.2.0 passes them to github.com/fluxcd/pkg/ssa v0.45.1,
+whose jsondiff/unstructured.go@ssa/v0.45.1 applies GenerateRemovePatch's `remove` operations,
+jsondiff/patch.go, ApplyPatchToUnstructured, with AllowMissingPathOnRemove). The patch is applied
+by github.com/evanphx/json-patch/v5 v5.9.11 (v5/patch.go, findObject and Patch.remove): the path is
+split on `/`, `~1` and `~0` decoded in each part, an array is entered by an index only; a path
+that names nothing is skipped without an error. So `/webhooks[0]/clientConfig/caBundle` looks for
+a key `webhooks[0]`, finds none, and ignores nothing; `/webhooks/0/clientConfig/caBundle` is the
+first webhook's caBundle.
 """
 
 import copy
@@ -270,3 +282,30 @@ def cel_evaluator():
         return bool(result)
 
     return evaluate
+
+
+def ignored_by(obj, path):
+    """Whether a drift-detection ignore path removes something from obj (see the docstring above):
+    False where helm-controller would skip it silently."""
+    if path == "":
+        return True  # the whole object (ssa jsondiff IgnorePathRoot)
+    if not path.startswith("/"):
+        return False
+    node = obj
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+    for part in parts:
+        if isinstance(node, dict):
+            if part not in node:
+                return False
+            node = node[part]
+        elif isinstance(node, list):
+            if not re.fullmatch(r"-?[0-9]+", part):
+                return False
+            index = int(part)
+            index = index + len(node) if index < 0 else index  # SupportNegativeIndices
+            if not 0 <= index < len(node):
+                return False
+            node = node[index]
+        else:
+            return False
+    return True
