@@ -519,22 +519,31 @@ fn readme_paths_between(from: &str, to: &str) -> Vec<InstallPath> {
         .collect()
 }
 
-/// A Rancher user finds in the install steps a path that builds for Rancher: every policy's
-/// binding names the account of Rancher's namespace.
+/// A Rancher user finds in the README's install steps, and in Artifact Hub's install text (the
+/// `install` of artifacthub-pkg.yml, the only part of that file with fenced blocks), a path that
+/// builds for Rancher: every policy's binding names the account of Rancher's namespace.
 #[test]
 fn a_rancher_user_has_an_install_path_that_works_as_written() {
     if !kubectl() {
         return;
     }
-    let rancher: Vec<InstallPath> = readme_paths_between("## Install", "**4. Wait**")
+    let readme: Vec<InstallPath> = readme_paths_between("## Install", "**4. Wait**")
         .into_iter()
         .filter(|p| p.uses(RANCHER))
         .collect();
     assert!(
-        !rancher.is_empty(),
+        !readme.is_empty(),
         "README.md, install steps 2 and 3: no command or kustomization with {RANCHER}"
     );
-    for path in rancher {
+    let artifacthub: Vec<InstallPath> = markdown_paths("artifacthub-pkg.yml")
+        .into_iter()
+        .filter(|p| p.uses(RANCHER))
+        .collect();
+    assert!(
+        !artifacthub.is_empty(),
+        "artifacthub-pkg.yml, install: no command or kustomization with {RANCHER}"
+    );
+    for path in readme.into_iter().chain(artifacthub) {
         let built =
             kustomize_text(&path.kustomization).unwrap_or_else(|e| panic!("{}: {e}", path.place));
         assert!(
