@@ -87,19 +87,9 @@ events() {
 # The OpenReports Report template-cleanup wrote in namespace edge.
 edge_report() { curl -s "http://$API/apis/openreports.io/v1alpha1/namespaces/edge/reports/template-cleanup"; }
 
-n=0 passed=0 failed=0
-check() { # check "description" command...
-  n=$((n + 1))
-  if "${@:2}"; then echo "ok $n - $1"; passed=$((passed + 1)); else echo "not ok $n - $1"; failed=$((failed + 1)); fi
-}
-run() { # run ARGS...: sets OUT, ERR and CODE
-  set +e
-  OUT=$("$CLEANUP" -n edge "$@" 2>"$T/cleanup.err"); CODE=$?
-  set -e
-  ERR=$(cat "$T/cleanup.err")
-}
-has() { grep -qF -- "$2" <<<"$1" || { echo "# expected: $2" ; sed 's/^/#   /' <<<"$1"; return 1; }; }
-is() { [ "$1" = "$2" ] || { echo "# expected $2, got $1"; return 1; }; }
+# shellcheck source=tests/lib/tap.bash
+. tests/lib/tap.bash
+run() { capture "$CLEANUP" -n edge "$@"; } # run ARGS...: template-cleanup; sets OUT, ERR and CODE
 
 start .
 run --dry-run
@@ -370,6 +360,4 @@ for case in "monitor|.guard.spec.mode = \"monitor\"|spec.mode is protect" \
   check "$what: recorded as an Event on the guard" has "$(events default)" "capi-template-guard-cleanup CleanupRefused 1 pre-flight check \`$name\` failed"
   stop
 done
-echo "1..$n"
-echo "cleanup e2e: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+tap_done "cleanup e2e"
