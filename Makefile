@@ -226,10 +226,10 @@ cleanup-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
 # What replaces Sylva's refresh-metal3machinetemplates, end to end with no cluster: with the main
 # guard active in `testhost apiserver`, Sylva's `kubectl delete m3mt --all` is refused, and
 # examples/sylva/prepare/prepare.sh refreshes the templates in place with no DELETE
-# (examples/sylva/prepare/e2e.sh; needs kubectl, curl, jq, base64 and gzip). Prints TAP lines.
+# (tests/sylva/e2e.sh; needs kubectl, curl, jq, base64 and gzip). Prints TAP lines.
 .PHONY: sylva-e2e
 sylva-e2e: policy.wasm $(TESTHOST) $(TOOLS_BIN)/jq
-	examples/sylva/prepare/e2e.sh
+	tests/sylva/e2e.sh
 
 # template-cleanup's peak resident memory over 10,000 labelled 48 KiB templates, 5,000 Helm
 # release Secrets and three hostile releases (template-cleanup/tests/bench.sh; N=... to change

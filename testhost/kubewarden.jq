@@ -1,5 +1,5 @@
 # jq definitions the end-to-end scripts put before their programs, for `testhost apiserver`'s state
-# (template-cleanup/tests/e2e.sh, examples/sylva/prepare/e2e.sh): a ClusterAdmissionPolicy as
+# (template-cleanup/tests/e2e.sh, tests/sylva/e2e.sh): a ClusterAdmissionPolicy as
 # kubewarden-controller v1.36.0-beta.1 leaves it once active, and the ValidatingWebhookConfiguration
 # it writes of it (internal/controller/policy_subreconciler_webhook.go: the controller's namespace,
 # here `kubewarden`, left out by its namespaceSelector and holding the policy server's service).

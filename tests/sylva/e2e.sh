@@ -14,7 +14,7 @@
 # Prints TAP lines. Run from the repository root through `make sylva-e2e`; needs kubectl, curl,
 # jq (the repository's, target/tools/bin/jq, first on PATH), base64 and gzip.
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."
 TESTHOST=${TESTHOST:-target/testhost/testhost}
 POLICY=${POLICY:-policy.wasm}
 PREPARE=examples/sylva/prepare/prepare.sh
