@@ -229,26 +229,14 @@ template_status() { curl -s -o /dev/null -w '%{http_code}' "http://$API/apis/$M3
 requests() { tail -n +"$(($2 + 1))" "$T/api.log" | grep "^$1 " || true; }
 log_lines() { wc -l <"$T/api.log"; }
 
-n=0 passed=0 failed=0
-check() { # check "description" command...
-  n=$((n + 1))
-  if "${@:2}"; then echo "ok $n - $1"; passed=$((passed + 1)); else echo "not ok $n - $1"; failed=$((failed + 1)); fi
-}
-run() { # run COMMAND...: sets OUT, ERR and CODE
-  set +e
-  OUT=$("$@" 2>"$T/err"); CODE=$?
-  set -e
-  ERR=$(cat "$T/err")
-}
-has() { grep -qF -- "$2" <<<"$1" || { echo "# expected: $2"; while IFS= read -r l; do echo "#   $l"; done <<<"$1"; return 1; }; }
-is() { [ "$1" = "$2" ] || { echo "# expected $2, got $1"; return 1; }; }
-isnt() { [ "$1" != "$2" ] || { echo "# expected anything but $2"; return 1; }; }
+# shellcheck source=tests/lib/tap.bash
+. tests/lib/tap.bash
 prepare() { NAMESPACE=$NS RELEASE=cluster METAL3_TEMPLATES=refresh "$PREPARE"; }
 check "the live templates hold the bootstrap cluster's image URL" \
   is "$(template "$CP" | jq -r .spec.template.spec.image.url) $(template "$MD" | jq -r .spec.template.spec.image.url)" "$BOOTSTRAP_URL $BOOTSTRAP_URL"
 
 # 1. Sylva's refresh-metal3machinetemplates, its delete as the unit runs it.
-run kubectl -n "$NS" delete m3mt --all
+capture kubectl -n "$NS" delete m3mt --all
 while IFS= read -r l; do echo "# kubectl: $l"; done <<<"$ERR"
 check "Sylva's refresh (kubectl delete m3mt --all): refused, non-zero exit" isnt "$CODE" 0
 check "the refusal is the guard's" has "$ERR" 'admission webhook "clusterwide-capi-template-guard.kubewarden.admission" denied the request: Metal3MachineTemplate sylva-system/'"$MD"' is still in use'
@@ -260,7 +248,7 @@ check "two DELETEs sent, none let through" is "$(requests DELETE 0 | wc -l) $(re
 # 2. What replaces it: prepare.sh, refreshing in place.
 before=$(log_lines)
 md_version=$(kubectl -n "$NS" get machinedeployment management-cluster-md0 -o jsonpath='{.metadata.resourceVersion}')
-run prepare
+capture prepare
 check "prepare.sh exits 0" is "$CODE" 0
 check "prepare.sh keeps and labels the release's three templates" has "$OUT" "templates of release sylva-system/cluster kept and labelled for template-cleanup: 3"
 check "prepare.sh refreshes both Metal3MachineTemplates" has "$OUT" "Metal3MachineTemplates of release sylva-system/cluster refreshed in place: 2 of 2"
@@ -284,7 +272,7 @@ check "the MachineDeployment is untouched" is "$(kubectl -n "$NS" get machinedep
 
 # 3. Again: nothing left to write.
 before=$(log_lines)
-run prepare
+capture prepare
 check "prepare.sh again: exits 0" is "$CODE" 0
 check "prepare.sh again: nothing to keep or label" has "$OUT" "kept and labelled for template-cleanup: 0"
 check "prepare.sh again: refreshed in place: 0" has "$OUT" "refreshed in place: 0 of 2"
@@ -294,11 +282,9 @@ check "prepare.sh reads Secrets when it refreshes" isnt "$(requests GET "$before
 # 4. Where it does not refresh (a workload cluster, an upgrade, a Sylva without the refresh unit),
 # the Job has no grant to read Secrets (the unit leaves out the component refresh/), and needs none.
 before=$(log_lines)
-run env NAMESPACE=$NS RELEASE=cluster METAL3_TEMPLATES=keep "$PREPARE"
+capture env NAMESPACE=$NS RELEASE=cluster METAL3_TEMPLATES=keep "$PREPARE"
 check "prepare.sh keeping: exits 0" is "$CODE" 0
 check "prepare.sh keeping: does not refresh" is "$(grep -c "refreshed in place" <<<"$OUT" || true)" 0
 check "prepare.sh keeping: reads no Secret" is "$(requests GET "$before" | grep -c /secrets || true)" 0
 
-echo "1..$n"
-echo "sylva e2e: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+tap_done "sylva e2e"
