@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::host::Host;
 use crate::lookups::HostLookups;
-use guard::capi::{view_of, AdmissionRequest, Object, Template};
+use guard::capi::{AdmissionRequest, Object, Template, view_of};
 use guard::catalogue::{self, INFRASTRUCTURE_GROUP};
 use guard::decision::{self, Decision};
 use guard::message;
@@ -89,7 +89,7 @@ fn guard_deletion(
                     &error,
                 ),
                 code: CODE_BAD_REQUEST,
-            }
+            };
         }
     };
     let mut lookups = HostLookups::new(host, settings, &template.namespace);

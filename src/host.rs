@@ -107,23 +107,50 @@ mod tests {
     #[rstest]
     // Texts exactly as the policy server / kwctl hand them to the guest.
     // Which kinds are served is read from the CRDs, never from these texts.
-    #[case::kind_missing_from_served_group("Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane", Failure::Other)]
-    #[case::group_version_not_served("Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None })", Failure::Other)]
-    #[case::discovery_timeout("Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta1 / MachineSet: HyperError: operation timed out", Failure::Other)]
+    #[case::kind_missing_from_served_group(
+        "Callback evaluation failure: Cannot find resource controlplane.cluster.x-k8s.io/v1beta1/RKE2ControlPlane",
+        Failure::Other
+    )]
+    #[case::group_version_not_served(
+        "Callback evaluation failure: error finding resource controlplane.cluster.x-k8s.io/v1beta2 / RKE2ControlPlane: ApiError: 404 page not found\n: Failed to parse error data (Status { status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None })",
+        Failure::Other
+    )]
+    #[case::discovery_timeout(
+        "Callback evaluation failure: error finding resource cluster.x-k8s.io/v1beta1 / MachineSet: HyperError: operation timed out",
+        Failure::Other
+    )]
     #[case::a_404_elsewhere_is_not_not_served(
         "Callback evaluation failure: ApiError: proxy answered 404 for machinesets",
         Failure::Other
     )]
-    #[case::object_missing("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'", Failure::NotFound)]
-    #[case::not_granted("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.", Failure::AccessDenied)]
+    #[case::object_missing(
+        "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta1/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'",
+        Failure::NotFound
+    )]
+    #[case::not_granted(
+        "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta1/MachineSet resources. The violation has been reported.",
+        Failure::AccessDenied
+    )]
     // Kubewarden 1.35.0 and later: policy-evaluator `crates/policy-evaluator/src/runtimes/
     // callback.rs:44`@v1.36.0-beta.1. It begins like the contextAwareResources denial and is
     // classified apart.
-    #[case::capability_not_granted("Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.", Failure::CapabilityDenied)]
-    #[case::capability_not_granted_on_get("Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.", Failure::CapabilityDenied)]
+    #[case::capability_not_granted(
+        "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.",
+        Failure::CapabilityDenied
+    )]
+    #[case::capability_not_granted_on_get(
+        "Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported.",
+        Failure::CapabilityDenied
+    )]
     // the anyhow Debug of a kube 3.1 `Error::Api` (kube-client 3.1.0 error.rs: "ApiError: {0} ({0:?})")
-    #[case::rbac_on_get("Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, message: \"clusters.cluster.x-k8s.io \\\"edge-a\\\" is forbidden: User \\\"system:serviceaccount:kubewarden:policy-server-default\\\" cannot get resource \\\"clusters\\\" in API group \\\"cluster.x-k8s.io\\\" in the namespace \\\"edge-sites\\\"\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"Forbidden\", details: Some(StatusDetails { name: \"edge-a\", group: \"cluster.x-k8s.io\", kind: \"clusters\", uid: \"\", causes: [], retry_after_seconds: 0 }) })\n\nCaused by:\n    clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden", Failure::Other)]
-    #[case::replay_mismatch("Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead", Failure::Other)]
+    #[case::rbac_on_get(
+        "Callback evaluation failure: ApiError: clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden (Status { status: Some(Failure), code: 403, message: \"clusters.cluster.x-k8s.io \\\"edge-a\\\" is forbidden: User \\\"system:serviceaccount:kubewarden:policy-server-default\\\" cannot get resource \\\"clusters\\\" in API group \\\"cluster.x-k8s.io\\\" in the namespace \\\"edge-sites\\\"\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"Forbidden\", details: Some(StatusDetails { name: \"edge-a\", group: \"cluster.x-k8s.io\", kind: \"clusters\", uid: \"\", causes: [], retry_after_seconds: 0 }) })\n\nCaused by:\n    clusters.cluster.x-k8s.io \"edge-a\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"clusters\" in API group \"cluster.x-k8s.io\" in the namespace \"edge-sites\": Forbidden",
+        Failure::Other
+    )]
+    #[case::replay_mismatch(
+        "Callback evaluation failure: Replay error: unexpected request. Was expecting X, got Y instead",
+        Failure::Other
+    )]
     #[case::with_backtrace(
         "Callback evaluation failure: Cannot find a/v1/K named 'n' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: ...",
         Failure::NotFound

@@ -32,7 +32,7 @@ use guard::error::Error;
 use guard::{capi, message, settings};
 use host::{Host, WapcHost};
 
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
     guest::register_function("validate", validate);
     guest::register_function("validate_settings", validate_settings);
@@ -74,7 +74,7 @@ fn evaluate_payload(payload: &[u8], host: &dyn Host) -> Outcome {
             return Outcome::Reject {
                 message: message::unreadable_request(&Error::UnreadableRequest(e.to_string())),
                 code: admission::CODE_BAD_REQUEST,
-            }
+            };
         }
     };
     match settings::parse_and_validate(payload.settings) {

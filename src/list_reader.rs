@@ -63,7 +63,7 @@ impl<'de, T: Kinded, U, F: FnMut(T) -> U> serde::de::Visitor<'de> for ListVisito
                 ListKey::Kind if kind.is_some() => return Err(A::Error::duplicate_field("kind")),
                 ListKey::Kind => kind = Some(map.next_value::<Option<String>>()?),
                 ListKey::Items if items.is_some() => {
-                    return Err(A::Error::duplicate_field("items"))
+                    return Err(A::Error::duplicate_field("items"));
                 }
                 ListKey::Items => {
                     items = Some(map.next_value_seed(Items(&mut self.0, std::marker::PhantomData))?)

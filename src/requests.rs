@@ -9,8 +9,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 
 use std::collections::BTreeSet;
 
-use crate::host::{classify, Host};
-use crate::list_reader::{read_list, Kinded};
+use crate::host::{Host, classify};
+use crate::list_reader::{Kinded, read_list};
 use guard::capi::Object;
 use guard::catalogue::Resource;
 use guard::error::{Failure, Lookup, LookupError, ScanTarget};
@@ -354,7 +354,7 @@ pub fn get(host: &dyn Host, get: Get<'_>) -> Result<Option<Object>, LookupError>
             return match classify(&text) {
                 Failure::NotFound => Ok(None),
                 _ => Err(failed(lookup, &text)),
-            }
+            };
         }
     };
     let object: Object = serde_json::from_slice(&bytes)
@@ -370,7 +370,7 @@ mod tests {
     use super::*;
     use crate::testing::FakeHost;
     use guard::capi::Object;
-    use guard::catalogue::{cluster_kind, CLUSTER, REFERRERS};
+    use guard::catalogue::{CLUSTER, REFERRERS, cluster_kind};
     use rstest::rstest;
 
     const V2: &str = "cluster.x-k8s.io/v1beta2";
@@ -524,7 +524,10 @@ mod tests {
     }
 
     #[rstest]
-    #[case::denied("Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta2/Cluster resources. The violation has been reported.", Failure::AccessDenied)]
+    #[case::denied(
+        "Policy has not been granted access to Kubernetes cluster.x-k8s.io/v1beta2/Cluster resources. The violation has been reported.",
+        Failure::AccessDenied
+    )]
     #[case::not_served(
         "Callback evaluation failure: Cannot find resource cluster.x-k8s.io/v1beta2/Cluster",
         Failure::Other

@@ -5,11 +5,11 @@
 
 use crate::host::Host;
 use guard::catalogue::CRD;
-use guard::testing::{get_masked, masked, resource_named, USUAL};
+use guard::testing::{USUAL, get_masked, masked, resource_named};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 

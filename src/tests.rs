@@ -2,9 +2,9 @@
 //! shaped as the API server sends them.
 
 use super::*;
-use crate::testing::{list_of, FakeHost};
+use crate::testing::{FakeHost, list_of};
 use guard::testing::fixture;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const V1_MD: &str = "cluster.x-k8s.io/v1beta1";
 const V2_MD: &str = "cluster.x-k8s.io/v1beta2";
@@ -155,8 +155,11 @@ fn bootstrap_namespace(host: FakeHost) -> FakeHost {
 fn bootstrap_template_reads_only_what_can_name_it() {
     let host = bootstrap_namespace(FakeHost::new());
     let response = run("guard-row1-bootstrap-template", v2(), &host);
-    assert!(refusal(response, 409)
-        .contains("MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"));
+    assert!(
+        refusal(response, 409).contains(
+            "MachineDeployment edge-a-md-storage (spec.template.spec.bootstrap.configRef)"
+        )
+    );
     let kinds: Vec<String> = host
         .calls()
         .iter()
@@ -221,7 +224,9 @@ fn owning_cluster_being_deleted_releases_the_template() {
 
 #[test]
 fn owning_cluster_gone_releases_the_template() {
-    let host = v2_namespace_with_cluster(Err("Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'"));
+    let host = v2_namespace_with_cluster(Err(
+        "Callback evaluation failure: Cannot find cluster.x-k8s.io/v1beta2/Cluster named 'edge-a' inside of namespace 'Some(\"edge-sites\")'",
+    ));
     assert!(run("guard-row6-cluster-gone", v2(), &host).accepted);
 }
 
@@ -286,7 +291,10 @@ fn failed_list_can_fail_open_with_a_warning() {
 fn capi_kind_not_served_points_at_the_version_setting() {
     let host = FakeHost::v1beta1_only();
     let response = run("guard-lookup-failure", v2(), &host);
-    assert_eq!(refusal(response, 500), "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: capiApiVersion pins MachineDeployment to v1beta2, and its CRD serves v1beta1. Set capiApiVersion to auto. To accept deletions when a lookup fails, set failOpenOnLookupError to true.");
+    assert_eq!(
+        refusal(response, 500),
+        "capi-template-guard could not check whether Metal3MachineTemplate edge-sites/edge-a-workers-7f3c9d2e is still in use, so the deletion was refused: listing MachineDeployment objects (cluster.x-k8s.io/v1beta2) in namespace edge-sites failed: capiApiVersion pins MachineDeployment to v1beta2, and its CRD serves v1beta1. Set capiApiVersion to auto. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
+    );
     // Only the CRDs were read: the version is known to be wrong before any list.
     assert_eq!(host.calls().len(), 1);
 }
@@ -443,7 +451,10 @@ fn invalid_settings_in_a_request_are_rejected() {
         json!({"capiApiVersion": "v2"}),
         &FakeHost::new(),
     );
-    assert_eq!(refusal(response, 400), "capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\".");
+    assert_eq!(
+        refusal(response, 400),
+        "capi-template-guard cannot evaluate this request because its settings are invalid: The setting capiApiVersion must be \"auto\", \"v1beta1\" or \"v1beta2\", not \"v2\"."
+    );
 }
 
 #[test]
@@ -453,8 +464,10 @@ fn settings_with_an_invalid_annotation_key_in_a_request_are_rejected() {
         json!({"nodeReuseAnnotation": "Not A Key"}),
         &FakeHost::new(),
     );
-    assert!(refusal(response, 400)
-        .contains("The setting nodeReuseAnnotation is not a valid annotation key"));
+    assert!(
+        refusal(response, 400)
+            .contains("The setting nodeReuseAnnotation is not a valid annotation key")
+    );
 }
 
 #[test]
@@ -465,16 +478,19 @@ fn validate_settings_answers_in_sentences() {
     assert!(answer("{}").valid);
     let bad = answer(r#"{"nodeReuse": true}"#);
     assert!(!bad.valid);
-    assert!(bad
-        .message
-        .unwrap()
-        .starts_with("Unknown setting(s): nodeReuse."));
+    assert!(
+        bad.message
+            .unwrap()
+            .starts_with("Unknown setting(s): nodeReuse.")
+    );
     let not_json = answer("nope");
     assert!(!not_json.valid);
-    assert!(not_json
-        .message
-        .unwrap()
-        .starts_with("The settings are not valid JSON"));
+    assert!(
+        not_json
+            .message
+            .unwrap()
+            .starts_with("The settings are not valid JSON")
+    );
 }
 
 fn template_answer(host: FakeHost) -> FakeHost {

@@ -10,9 +10,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
 
-use crate::catalogue::{self, TemplateClass, CAPI_GROUP, INFRASTRUCTURE_GROUP};
+use crate::catalogue::{self, CAPI_GROUP, INFRASTRUCTURE_GROUP, TemplateClass};
 use crate::error::Error;
-use crate::metadata::{nullable, nullable_str, Metadata, ReadKey};
+use crate::metadata::{Metadata, ReadKey, nullable, nullable_str};
 
 /// The group part of an `apiVersion` (`""` for the core group `v1`).
 pub fn group_of(api_version: &str) -> &str {

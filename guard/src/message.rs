@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use crate::capi::{group_of, Template};
-use crate::catalogue::{self, plural_of, Advice, TemplateClass, CRD};
+use crate::capi::{Template, group_of};
+use crate::catalogue::{self, Advice, CRD, TemplateClass, plural_of};
 use crate::decision::{Referrer, ReleaseReason};
 use crate::error::{Error, Failure, KeyProblem, Lookup, LookupError, NoTemplateProblem};
-use crate::settings::{known_names, KINDS_NAMING_NO_TEMPLATE};
+use crate::settings::{KINDS_NAMING_NO_TEMPLATE, known_names};
 
 /// Every error reads as the sentence [`describe`] makes of it. The `Display` impls live here,
 /// beside the sentences, so that `error.rs` does not call up into this module.
@@ -126,9 +126,15 @@ fn advice(advice: Advice) -> &'static str {
             "Point them at another template and let the rollout finish, or delete them first."
         }
         Advice::ClusterClass => "Change or delete the ClusterClass first.",
-        Advice::HealthCheck => "Point the health checks at another remediation template, or delete them first.",
-        Advice::NodeReuse => "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone.",
-        Advice::DataTemplate => "A Metal3DataTemplate being deleted is gone once no claim or data names it, and a machine created from them after that would wait forever for it: point them at another Metal3DataTemplate, or delete them first.",
+        Advice::HealthCheck => {
+            "Point the health checks at another remediation template, or delete them first."
+        }
+        Advice::NodeReuse => {
+            "The template sets nodeReuse: true, which CAPM3 reads when it deletes these Metal3Machines, so wait until they are gone."
+        }
+        Advice::DataTemplate => {
+            "A Metal3DataTemplate being deleted is gone once no claim or data names it, and a machine created from them after that would wait forever for it: point them at another Metal3DataTemplate, or delete them first."
+        }
     }
 }
 
@@ -285,7 +291,9 @@ fn or_declare(kind: &str, group: &str) -> String {
     if catalogue::is_read(group, kind) {
         String::new()
     } else {
-        format!(" Or, if {kind} names no machine or bootstrap template (a control plane that runs no machines), add \"{kind}.{group}\" to the policy's {KINDS_NAMING_NO_TEMPLATE} setting instead.")
+        format!(
+            " Or, if {kind} names no machine or bootstrap template (a control plane that runs no machines), add \"{kind}.{group}\" to the policy's {KINDS_NAMING_NO_TEMPLATE} setting instead."
+        )
     }
 }
 
@@ -495,7 +503,14 @@ mod tests {
     #[test]
     fn one_referrer() {
         assert_eq!(
-            in_use(&template(), &[r("MachineDeployment", "md", "spec.template.spec.infrastructureRef")]),
+            in_use(
+                &template(),
+                &[r(
+                    "MachineDeployment",
+                    "md",
+                    "spec.template.spec.infrastructureRef"
+                )]
+            ),
             "Metal3MachineTemplate ns/t is still in use and was not deleted. It is referenced by MachineDeployment md (spec.template.spec.infrastructureRef). Point them at another template and let the rollout finish, or delete them first. Then delete the template again."
         );
     }
@@ -544,16 +559,56 @@ mod tests {
     }
 
     #[rstest]
-    #[case::denied(Failure::AccessDenied, "cluster.x-k8s.io/v1beta1", "MachineSet", "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources.")]
-    #[case::crds_denied(Failure::AccessDenied, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "The policy learns which providers are installed from the CRDs: add apiVersion apiextensions.k8s.io/v1, kind CustomResourceDefinition to its contextAwareResources, and let the policy server's service account get, list and watch customresourcedefinitions.apiextensions.k8s.io.")]
+    #[case::denied(
+        Failure::AccessDenied,
+        "cluster.x-k8s.io/v1beta1",
+        "MachineSet",
+        "Add apiVersion cluster.x-k8s.io/v1beta1, kind MachineSet to the policy's contextAwareResources."
+    )]
+    #[case::crds_denied(
+        Failure::AccessDenied,
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "The policy learns which providers are installed from the CRDs: add apiVersion apiextensions.k8s.io/v1, kind CustomResourceDefinition to its contextAwareResources, and let the policy server's service account get, list and watch customresourcedefinitions.apiextensions.k8s.io."
+    )]
     #[case::wrong_version(Failure::WrongVersion { setting: VersionSetting::ControlPlane }, "controlplane.cluster.x-k8s.io/v1beta2", "KubeadmControlPlane", "Set controlPlaneApiVersion to auto.")]
-    #[case::no_readable_version(Failure::NoReadableVersion, "cluster.x-k8s.io/v1beta2", "MachineSet", "The provider that serves MachineSet (cluster.x-k8s.io) serves none of the versions this policy reads (v1beta2 or v1beta1): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
-    #[case::talos_no_readable_version(Failure::NoReadableVersion, "controlplane.cluster.x-k8s.io/v1alpha3", "TalosControlPlane", "The provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) serves none of the versions this policy reads (v1alpha3): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider.")]
+    #[case::no_readable_version(
+        Failure::NoReadableVersion,
+        "cluster.x-k8s.io/v1beta2",
+        "MachineSet",
+        "The provider that serves MachineSet (cluster.x-k8s.io) serves none of the versions this policy reads (v1beta2 or v1beta1): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider."
+    )]
+    #[case::talos_no_readable_version(
+        Failure::NoReadableVersion,
+        "controlplane.cluster.x-k8s.io/v1alpha3",
+        "TalosControlPlane",
+        "The provider that serves TalosControlPlane (controlplane.cluster.x-k8s.io) serves none of the versions this policy reads (v1alpha3): if the provider is newer than this policy, upgrade the policy to a release that reads its versions; if it is older, upgrade the provider."
+    )]
     // crates/policy-evaluator/src/runtimes/callback.rs `host_capability_denied` (Kubewarden 1.36).
-    #[case::capability_denied(Failure::CapabilityDenied, "cluster.x-k8s.io/v1beta2", "MachineSet", "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace, kubernetes/get_resource and kubernetes/can_i are the ones it uses).")]
-    #[case::no_cluster_crd(Failure::NoClusterCrd, "cluster.x-k8s.io/v1beta2", "Cluster", "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io.")]
-    #[case::unreadable(Failure::Unreadable, "cluster.x-k8s.io/v1beta2", "MachineSet", "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists.")]
-    #[case::rbac(Failure::Other, "cluster.x-k8s.io/v1beta1", "ClusterClass", "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io.")]
+    #[case::capability_denied(
+        Failure::CapabilityDenied,
+        "cluster.x-k8s.io/v1beta2",
+        "MachineSet",
+        "Kubewarden 1.36 and newer lets a policy use only the host capabilities it is granted: grant this policy the host capability the error names (kubernetes/list_resources_all, kubernetes/list_resources_by_namespace, kubernetes/get_resource and kubernetes/can_i are the ones it uses)."
+    )]
+    #[case::no_cluster_crd(
+        Failure::NoClusterCrd,
+        "cluster.x-k8s.io/v1beta2",
+        "Cluster",
+        "The template has Cluster owners, and without the Cluster CRD they would all read as gone: check that Cluster API is installed and that the policy server's service account may list and watch customresourcedefinitions.apiextensions.k8s.io."
+    )]
+    #[case::unreadable(
+        Failure::Unreadable,
+        "cluster.x-k8s.io/v1beta2",
+        "MachineSet",
+        "Check that the policy server is Kubewarden 1.33 or newer (field masks), and report this with its version if it persists."
+    )]
+    #[case::rbac(
+        Failure::Other,
+        "cluster.x-k8s.io/v1beta1",
+        "ClusterClass",
+        "Check that the policy server's service account may get, list and watch clusterclasses.cluster.x-k8s.io."
+    )]
     fn hints(
         #[case] failure: Failure,
         #[case] api_version: &str,
@@ -566,7 +621,10 @@ mod tests {
     #[test]
     fn failed_lookup_message() {
         assert_eq!(
-            lookup_failed(&template(), &error(Failure::Other, "cluster.x-k8s.io/v1beta1", "MachineSet")),
+            lookup_failed(
+                &template(),
+                &error(Failure::Other, "cluster.x-k8s.io/v1beta1", "MachineSet")
+            ),
             "capi-template-guard could not check whether Metal3MachineTemplate ns/t is still in use, so the deletion was refused: listing MachineSet objects (cluster.x-k8s.io/v1beta1) in namespace ns failed: boom. Check that the policy server's service account may get, list and watch machinesets.cluster.x-k8s.io. To accept deletions when a lookup fails, set failOpenOnLookupError to true."
         );
     }

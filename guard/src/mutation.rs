@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::capi::{group_of, is_object_name, owners_of, view_of, Object, OwnerReference};
-use crate::catalogue::{self, ReferrerKind, INFRASTRUCTURE_GROUP};
+use crate::capi::{Object, OwnerReference, group_of, is_object_name, owners_of, view_of};
+use crate::catalogue::{self, INFRASTRUCTURE_GROUP, ReferrerKind};
 use crate::error::Error;
 use crate::lookups::Lookups;
 use crate::metadata::Metadata;
@@ -37,11 +37,11 @@ fn is_metal3_template(group: Option<&str>, kind: &str) -> bool {
 
 /// Finds where the template is named. A name that is not a valid object name counts as absent.
 pub fn template_source(meta: &Metadata, owners: &[OwnerReference]) -> TemplateSource {
-    if let Some(reference) = references::cloned_from(meta) {
-        if is_metal3_template(reference.group(), &reference.kind) && is_object_name(&reference.name)
-        {
-            return TemplateSource::Annotation(reference.name);
-        }
+    if let Some(reference) = references::cloned_from(meta)
+        && is_metal3_template(reference.group(), &reference.kind)
+        && is_object_name(&reference.name)
+    {
+        return TemplateSource::Annotation(reference.name);
     }
     // In catalogue order: a MachineSet (a worker's template) before a control plane.
     catalogue::REFERRERS
@@ -188,7 +188,7 @@ mod tests {
     const CLONED_FROM_NAME: &str = ReadKey::ClonedFromName.key();
     const CLONED_FROM_GROUPKIND: &str = ReadKey::ClonedFromGroupKind.key();
     use crate::error::Failure;
-    use crate::testing::{fixture, referrer_kind as kind, Memory};
+    use crate::testing::{Memory, fixture, referrer_kind as kind};
     use rstest::rstest;
     use serde_json::json;
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use crate::capi::{Object, ObjectRef};
-use crate::catalogue::{split_key, ReferrerKind, CLUSTER};
+use crate::catalogue::{CLUSTER, ReferrerKind, split_key};
 use crate::metadata::{Metadata, ReadKey};
 
 /// A field of an object that names a template.

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::capi::is_dns_subdomain;
-use crate::catalogue::{self, TemplateClass, VersionSetting, V1BETA1, V1BETA2};
+use crate::catalogue::{self, TemplateClass, V1BETA1, V1BETA2, VersionSetting};
 use crate::error::{Error, KeyProblem, NoTemplateProblem};
 use crate::metadata::ReadKey;
 

@@ -3,12 +3,12 @@
 //! [`Lookups`] port. Built for tests only (`cfg(test)` or the `testing` feature).
 
 use crate::capi::Object;
-use crate::catalogue::{resources_read, ReferrerKind, Resource, TemplateClass};
+use crate::catalogue::{ReferrerKind, Resource, TemplateClass, resources_read};
 use crate::error::{Failure, Lookup, LookupError};
 use crate::lookups::{ClusterState, Lookups, Scanned};
 use crate::references::Candidate;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kinds a Metal3 management cluster with kubeadm has installed: Cluster API, the kubeadm

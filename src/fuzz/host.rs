@@ -183,32 +183,61 @@ impl<'a> FuzzHost<'a> {
                             }
                             Ok(object.to_string().into_bytes())
                         }
-                        None => text(format!("Callback evaluation failure: Cannot find {api_version}/{kind} named '{name}' inside of namespace 'Some(\"ns\")'")),
+                        None => text(format!(
+                            "Callback evaluation failure: Cannot find {api_version}/{kind} named '{name}' inside of namespace 'Some(\"ns\")'"
+                        )),
                     },
                 }
             }
-            Answer::NotServed => text(format!("Callback evaluation failure: Cannot find resource {api_version}/{kind}")),
+            Answer::NotServed => text(format!(
+                "Callback evaluation failure: Cannot find resource {api_version}/{kind}"
+            )),
             // The host's text when the API server answers 404 for a group version, as kwctl
             // 1.36.0-beta.1 gave it live.
-            Answer::GroupVersion404 => text(format!("Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None }})")),
-            Answer::NotFound => text(format!("Callback evaluation failure: Cannot find {api_version}/{kind} named '{}' inside of namespace 'Some(\"ns\")'", name.unwrap_or("x"))),
-            Answer::Denied => text(format!("Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported.")),
-            Answer::Forbidden => text(format!("Callback evaluation failure: ApiError: {kind} \"x\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource: Forbidden (Status {{ status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None }})\n\nCaused by:\n    0: ApiError: forbidden")),
-            Answer::Timeout => text("Callback evaluation failure: HyperError: operation timed out".to_string()),
+            Answer::GroupVersion404 => text(format!(
+                "Callback evaluation failure: error finding resource {api_version} / {kind}: ApiError: 404 page not found\n: Failed to parse error data (Status {{ status: Some(Failure), code: 404, message: \"404 page not found\\n\", metadata: None, reason: \"Failed to parse error data\", details: None }})"
+            )),
+            Answer::NotFound => text(format!(
+                "Callback evaluation failure: Cannot find {api_version}/{kind} named '{}' inside of namespace 'Some(\"ns\")'",
+                name.unwrap_or("x")
+            )),
+            Answer::Denied => text(format!(
+                "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+            )),
+            Answer::Forbidden => text(format!(
+                "Callback evaluation failure: ApiError: {kind} \"x\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource: Forbidden (Status {{ status: Some(Failure), code: 403, metadata: None, reason: \"Forbidden\", details: None }})\n\nCaused by:\n    0: ApiError: forbidden"
+            )),
+            Answer::Timeout => {
+                text("Callback evaluation failure: HyperError: operation timed out".to_string())
+            }
             Answer::NotJson => Ok(b"<html>502 Bad Gateway</html>".to_vec()),
-            Answer::WrongListKind => Ok(json!({"kind": "SecretList", "items": []}).to_string().into_bytes()),
-            Answer::NoItems => Ok(json!({"kind": format!("{kind}List")}).to_string().into_bytes()),
-            Answer::NullItems => Ok(json!({"kind": format!("{kind}List"), "items": null}).to_string().into_bytes()),
+            Answer::WrongListKind => Ok(json!({"kind": "SecretList", "items": []})
+                .to_string()
+                .into_bytes()),
+            Answer::NoItems => Ok(json!({"kind": format!("{kind}List")})
+                .to_string()
+                .into_bytes()),
+            Answer::NullItems => Ok(json!({"kind": format!("{kind}List"), "items": null})
+                .to_string()
+                .into_bytes()),
             Answer::ItemsOfOtherKind => match name {
-                None => Ok(list(vec![json!({"kind": "Secret", "metadata": {"name": "s"}})]).to_string().into_bytes()),
-                Some(_) => Ok(json!({"kind": "Secret", "metadata": {"name": "s"}}).to_string().into_bytes()),
+                None => Ok(
+                    list(vec![json!({"kind": "Secret", "metadata": {"name": "s"}})])
+                        .to_string()
+                        .into_bytes(),
+                ),
+                Some(_) => Ok(json!({"kind": "Secret", "metadata": {"name": "s"}})
+                    .to_string()
+                    .into_bytes()),
             },
             Answer::MixedBadItem => {
                 let mut items = items(2);
                 items.push(json!({"kind": kind, "metadata": {"name": 7}}));
                 match name {
                     None => Ok(list(items).to_string().into_bytes()),
-                    Some(_) => Ok(json!({"kind": kind, "metadata": {"name": 7}}).to_string().into_bytes()),
+                    Some(_) => Ok(json!({"kind": kind, "metadata": {"name": 7}})
+                        .to_string()
+                        .into_bytes()),
                 }
             }
         }

@@ -91,10 +91,10 @@ pub(super) fn mutate(request: &mut Value, mutation: &Mutation, only_objects: boo
                         map.remove(&key.replace("~1", "/").replace("~0", "~"));
                     }
                     Some(Value::Array(items)) => {
-                        if let Ok(i) = key.parse::<usize>() {
-                            if i < items.len() {
-                                items.remove(i);
-                            }
+                        if let Ok(i) = key.parse::<usize>()
+                            && i < items.len()
+                        {
+                            items.remove(i);
                         }
                     }
                     _ => {}

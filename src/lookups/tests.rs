@@ -1,9 +1,9 @@
 //! The host answer of the lookups: versions from the CRDs, the scan, masks and reads.
 use super::*;
-use crate::testing::{list_of, FakeHost};
+use crate::testing::{FakeHost, list_of};
 use guard::catalogue::{
-    VersionSetting, CAPI_GROUP, CONTROL_PLANE_GROUP, ETCD_GROUP, INFRASTRUCTURE_GROUP, V1BETA1,
-    V1BETA2,
+    CAPI_GROUP, CONTROL_PLANE_GROUP, ETCD_GROUP, INFRASTRUCTURE_GROUP, V1BETA1, V1BETA2,
+    VersionSetting,
 };
 use guard::testing::referrer_kind;
 use rstest::rstest;

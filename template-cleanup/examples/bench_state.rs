@@ -14,9 +14,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use base64::Engine;
-use flate2::write::GzEncoder;
 use flate2::Compression;
-use serde_json::{json, Value};
+use flate2::write::GzEncoder;
+use serde_json::{Value, json};
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE};
 
 const BOOTSTRAP: &str = "bootstrap.cluster.x-k8s.io/v1beta1";

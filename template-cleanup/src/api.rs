@@ -7,20 +7,20 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIResourceList, ObjectMeta};
+use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy,
 };
-use kube::client::retry::RetryPolicy;
 use kube::client::Body;
-use kube::Client;
+use kube::client::retry::RetryPolicy;
 use serde_json::Value;
+use template_cleanup_core::ServedKind;
 use template_cleanup_core::answer::{Details, ErrorStatus};
 use template_cleanup_core::preflight::Served;
 use template_cleanup_core::select::ListedTemplate;
-use template_cleanup_core::ServedKind;
+use tower::BoxError;
 use tower::retry::{Policy, RetryLayer};
 use tower::timeout::TimeoutLayer;
-use tower::BoxError;
 
 /// Items per page of a metadata-only list; longer lists follow `continue`.
 const PAGE: u32 = 500;

@@ -21,7 +21,9 @@ pub enum Error {
         #[source]
         source: ConfigError,
     },
-    #[error("cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {source}. Without it the pass cannot know which policy judges its DELETEs.")]
+    #[error(
+        "cannot ask the API server who this job is (a SelfSubjectReview, authentication.k8s.io/v1, Kubernetes 1.28 or later): {source}. Without it the pass cannot know which policy judges its DELETEs."
+    )]
     WhoAmI {
         #[source]
         source: CallError,
@@ -43,7 +45,9 @@ pub enum Error {
     /// The pre-flight refused.
     #[error(transparent)]
     Refused(#[from] Refusal),
-    #[error("the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began.")]
+    #[error(
+        "the ValidatingWebhookConfiguration {configuration} now sends DELETEs to the guard by other rules, namespaceSelector or matchConditions than when the pass began."
+    )]
     WebhookChanged { configuration: String },
     #[error("cannot discover the API groups of the guard's rules: {source}.")]
     Discover {
@@ -106,7 +110,9 @@ pub enum SourceError {
 /// the pass goes on.
 #[derive(Debug, Error)]
 pub enum RevisionError {
-    #[error("its Secret {secret} was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again")]
+    #[error(
+        "its Secret {secret} was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again"
+    )]
     Deleted { secret: String },
     #[error(transparent)]
     Release(#[from] ReleaseError),
@@ -116,7 +122,9 @@ pub enum RevisionError {
 /// target (`metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use`).
 #[derive(Debug, Error)]
 pub enum ProbeError {
-    #[error("the probe cannot list {resource}: {source}. The job needs list on {resource} (examples/cleanup/component/cleanup.yaml).")]
+    #[error(
+        "the probe cannot list {resource}: {source}. The job needs list on {resource} (examples/cleanup/component/cleanup.yaml)."
+    )]
     List {
         resource: String,
         #[source]
@@ -134,14 +142,18 @@ pub enum ProbeError {
         #[source]
         source: CallError,
     },
-    #[error("the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {source}.")]
+    #[error(
+        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, got no answer: {source}."
+    )]
     NoAnswer {
         what: String,
         #[source]
         source: CallError,
     },
     /// What came back instead of the guard's refusal.
-    #[error("the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, did not come back as the guard's refusal: {answer}. The guard does not judge as its policy and webhook say (its pods may run monitor mode or an older configuration).")]
+    #[error(
+        "the probe, a dry-run DELETE of {what}, which a MachineDeployment uses, did not come back as the guard's refusal: {answer}. The guard does not judge as its policy and webhook say (its pods may run monitor mode or an older configuration)."
+    )]
     NotJudged { what: String, answer: String },
     /// Live targets existed; none held still `times` times in a row.
     #[error("the probe could not finish: {} changed or went away between its read and its dry-run DELETE, {times} times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled.", .moved.join(", "))]

@@ -23,7 +23,7 @@ use template_cleanup_core::answer::TemplateOutcome;
 use template_cleanup_core::select::Skip;
 
 use crate::api::{CallError, Cluster};
-use crate::report::{age, EventCounts, Report, TemplateLine};
+use crate::report::{EventCounts, Report, TemplateLine, age};
 
 /// `reportingController`, and `reportingInstance` too: the same for every pass, so that a later
 /// pass can add to an Event's series (the field is immutable).

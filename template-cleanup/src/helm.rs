@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use template_cleanup_core::declared::Declared;
 use template_cleanup_core::helm::{
-    current_revisions, stored_release, stored_revision, unreadable_namespaces, FluxHelmRelease,
-    HelmRevision, StoredRevision, Unreadable, MAX_RELEASE_BYTES, SELECTOR,
+    FluxHelmRelease, HelmRevision, MAX_RELEASE_BYTES, SELECTOR, StoredRevision, Unreadable,
+    current_revisions, stored_release, stored_revision, unreadable_namespaces,
 };
 
 use crate::api::Cluster;

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use kube::api::ApiResource;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use template_cleanup_core::answer::TemplateOutcome;
 use template_cleanup_core::preflight::Served;
 

@@ -7,24 +7,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use guard::settings::Settings;
 use kube::api::ApiResource;
+use template_cleanup_core::ServedKind;
 use template_cleanup_core::answer::{
-    classify, not_found_elsewhere, webhook_unreachable, ErrorStatus, TemplateOutcome,
+    ErrorStatus, TemplateOutcome, classify, not_found_elsewhere, webhook_unreachable,
 };
 use template_cleanup_core::delete_decision::{Referrers, Verdict};
 use template_cleanup_core::preflight::{
-    check_caller, check_coverage, check_named_coverage, check_policy, check_webhook, collectable,
-    rule_groups, webhook_configuration_name, Check, Refusal, Served, Webhook,
+    Check, Refusal, Served, Webhook, check_caller, check_coverage, check_named_coverage,
+    check_policy, check_webhook, collectable, rule_groups, webhook_configuration_name,
 };
 use template_cleanup_core::probe::Named;
-use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
-use template_cleanup_core::ServedKind;
+use template_cleanup_core::select::{ListedTemplate, Skip, candidate};
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
 
 use crate::api::{CallError, Cluster, ListError};
 use crate::cli::{Args, Options, Output};
 use crate::error::{ConfigError, Error};
 use crate::probe::{self, Proof};
-use crate::report::{nothing_deleted, Printer, Report, TemplateLine, CANNOT_RUN};
+use crate::report::{CANNOT_RUN, Printer, Report, TemplateLine, nothing_deleted};
 use crate::{events, openreports};
 
 /// Runs one pass with the kubeconfig or in-cluster configuration and prints its report; returns

@@ -4,12 +4,12 @@
 use guard::catalogue::CAPI_GROUP;
 use guard::settings::Settings;
 use serde_json::Value;
-use template_cleanup_core::delete_decision::{Referrers, Verdict};
-use template_cleanup_core::preflight::{served_kind, Served};
-use template_cleanup_core::probe::{
-    being_deleted, judge, targets, Named, Probe, MACHINE_DEPLOYMENT,
-};
 use template_cleanup_core::ServedKind;
+use template_cleanup_core::delete_decision::{Referrers, Verdict};
+use template_cleanup_core::preflight::{Served, served_kind};
+use template_cleanup_core::probe::{
+    MACHINE_DEPLOYMENT, Named, Probe, being_deleted, judge, targets,
+};
 
 use crate::api::{CallError, Cluster, ListError};
 use crate::error::ProbeError;
@@ -159,7 +159,7 @@ pub async fn run(
                 Ok(_) => None,
                 Err(CallError::Status(refused)) => Some(refused),
                 Err(source @ CallError::Other(_)) => {
-                    return Err(ProbeError::NoAnswer { what, source })
+                    return Err(ProbeError::NoAnswer { what, source });
                 }
             };
             match judge(policy, answer.as_ref()) {
@@ -170,7 +170,7 @@ pub async fn run(
                         ),
                         target: Some(target),
                         referrers: listed,
-                    })
+                    });
                 }
                 Probe::Moved => continue,
                 Probe::NotJudged(answer) => return Err(ProbeError::NotJudged { what, answer }),

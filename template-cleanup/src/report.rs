@@ -410,7 +410,14 @@ mod tests {
         counts[counted] = 1;
         let closing = format!(
             "deleted {}, deletion started {}, kept {}, left {}, already gone {}, changed {}, failed {}, not tried {}{}",
-            counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7],
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3],
+            counts[4],
+            counts[5],
+            counts[6],
+            counts[7],
             if dry_run { " (dry run)" } else { "" }
         );
         assert_eq!(

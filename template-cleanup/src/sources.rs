@@ -4,11 +4,11 @@
 //! templates instead (`crate::helm`).
 
 use serde_json::Value;
-use template_cleanup_core::declared::{Declared, ObjectError};
-use template_cleanup_core::helm::{flux_helm_release, FluxHelmRelease};
-use template_cleanup_core::preflight::Served;
-use template_cleanup_core::sources::{Reader, Source, When, FLUX_HELM_RELEASES, SOURCES};
 use template_cleanup_core::ServedKind;
+use template_cleanup_core::declared::{Declared, ObjectError};
+use template_cleanup_core::helm::{FluxHelmRelease, flux_helm_release};
+use template_cleanup_core::preflight::Served;
+use template_cleanup_core::sources::{FLUX_HELM_RELEASES, Reader, SOURCES, Source, When};
 
 use crate::api::{Cluster, ListError};
 use crate::cli::Options;

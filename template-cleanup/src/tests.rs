@@ -19,16 +19,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response};
-use kube::client::Body;
 use kube::Client;
+use kube::client::Body;
 use rstest::rstest;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE};
 
-use crate::api::{per_attempt, retrying_reads, Cluster};
+use crate::api::{Cluster, per_attempt, retrying_reads};
 use crate::cli::Options;
 use crate::pass::run;
-use crate::report::{Report, CANNOT_RUN, FAILED, OK};
+use crate::report::{CANNOT_RUN, FAILED, OK, Report};
 
 const INFRA: &str = "infrastructure.cluster.x-k8s.io";
 const POLICY: &str = "capi-template-guard-cleanup";
@@ -431,7 +431,21 @@ fn every_answer() -> Fake {
     Fake {
         policy: Some((200, policy())),
         webhook: webhook(outside(&["kubewarden"])),
-        templates: ["finalized", "forbidden", "free", "gone", "in-use", "orphaned", "recreated", "refused", "slow"].iter().map(|n| template(n, old)).chain([template("young", "2026-01-01T23:55:00Z")]).collect(),
+        templates: [
+            "finalized",
+            "forbidden",
+            "free",
+            "gone",
+            "in-use",
+            "orphaned",
+            "recreated",
+            "refused",
+            "slow",
+        ]
+        .iter()
+        .map(|n| template(n, old))
+        .chain([template("young", "2026-01-01T23:55:00Z")])
+        .collect(),
         flux: None,
         helm: BTreeMap::new(),
         flux_helm: None,
@@ -453,26 +467,75 @@ fn every_answer() -> Fake {
         reports: None,
         deletes: BTreeMap::from([
             ("free", Some((200, template("free", old)))),
-            ("finalized", Some((200, {
-                let mut t = template("finalized", old);
-                t["metadata"]["deletionTimestamp"] = json!("2026-01-02T00:00:00Z");
-                t["metadata"]["finalizers"] = json!(["example.com/hold"]);
-                t
-            }))),
+            (
+                "finalized",
+                Some((200, {
+                    let mut t = template("finalized", old);
+                    t["metadata"]["deletionTimestamp"] = json!("2026-01-02T00:00:00Z");
+                    t["metadata"]["finalizers"] = json!(["example.com/hold"]);
+                    t
+                })),
+            ),
             // the probe's dry run of in-use; its real DELETE is never sent (the guard's own
             // decision keeps it)
-            ("in-use", status(409, "", &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"))),
+            (
+                "in-use",
+                status(
+                    409,
+                    "",
+                    &format!("{DENIED}in-use is referenced by MachineSet edge/md-7f9c"),
+                ),
+            ),
             // what no MachineDeployment names, only the deployed guard keeps
-            ("refused", status(409, "", &format!("{DENIED}refused is referenced by MachineSet edge/md-7f9c"))),
+            (
+                "refused",
+                status(
+                    409,
+                    "",
+                    &format!("{DENIED}refused is referenced by MachineSet edge/md-7f9c"),
+                ),
+            ),
             // the registry's NotFound names the template itself in its details
-            ("gone", with_details(status(404, "NotFound", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found"), "metal3machinetemplates", "gone")),
+            (
+                "gone",
+                with_details(
+                    status(
+                        404,
+                        "NotFound",
+                        "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"gone\" not found",
+                    ),
+                    "metal3machinetemplates",
+                    "gone",
+                ),
+            ),
             // a webhook's namespaceSelector on a Namespace that was force-finalized: the template
             // is still there
-            ("orphaned", with_details(status(404, "NotFound", "namespaces \"edge\" not found"), "namespaces", "edge")),
-            ("forbidden", status(403, "Forbidden", "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"forbidden\" is forbidden: User \"system:serviceaccount:capi:cleanup\" cannot delete resource")),
+            (
+                "orphaned",
+                with_details(
+                    status(404, "NotFound", "namespaces \"edge\" not found"),
+                    "namespaces",
+                    "edge",
+                ),
+            ),
+            (
+                "forbidden",
+                status(
+                    403,
+                    "Forbidden",
+                    "metal3machinetemplates.infrastructure.cluster.x-k8s.io \"forbidden\" is forbidden: User \"system:serviceaccount:capi:cleanup\" cannot delete resource",
+                ),
+            ),
             // rest.BeforeDelete's answer (k8s.io/apiserver v0.36.3 pkg/registry/rest/delete.go), the
             // usual one when a template was replaced since it was listed
-            ("recreated", status(409, "Conflict", "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"recreated\": the UID in the precondition (uid-recreated) does not match the UID in record (other). The object might have been deleted and then recreated")),
+            (
+                "recreated",
+                status(
+                    409,
+                    "Conflict",
+                    "Operation cannot be fulfilled on Metal3MachineTemplate.infrastructure.cluster.x-k8s.io \"recreated\": the UID in the precondition (uid-recreated) does not match the UID in record (other). The object might have been deleted and then recreated",
+                ),
+            ),
             ("slow", None),
         ]),
     }

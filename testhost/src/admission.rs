@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 use base64::Engine as _;
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// What `validate` returns.
 pub use kubewarden_policy_sdk::response::ValidationResponse;

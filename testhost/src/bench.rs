@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 use bench_floor::percentile;
 use clap::Args;
 use serde_json::json;
@@ -19,7 +19,7 @@ use crate::apiserver::objects::*;
 use crate::apiserver::render::admission_request;
 use crate::apiserver::{Api, ApiHost};
 use crate::engine::{Policy, PolicyModule};
-use crate::host::{lock, ContextAwareResource, Responder};
+use crate::host::{ContextAwareResource, Responder, lock};
 use crate::session::KubeRequest;
 
 #[derive(Debug, Args)]

@@ -153,8 +153,10 @@ fn settings_json_is_read_like_kwctl() {
         settings(Some("[1]")).unwrap_err().to_string(),
         "Invalid settings in CRD, not an object (--settings-json)"
     );
-    assert!(settings(Some("{"))
-        .unwrap_err()
-        .to_string()
-        .starts_with("Cannot parse settings JSON: "));
+    assert!(
+        settings(Some("{"))
+            .unwrap_err()
+            .to_string()
+            .starts_with("Cannot parse settings JSON: ")
+    );
 }

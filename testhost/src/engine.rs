@@ -6,16 +6,16 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use wasmtime_provider::wasmtime;
 
 use crate::admission::{
     AdmissionResponse, SettingsValidationResponse, ValidateRequest, ValidationResponse,
 };
-use crate::host::{lock, ContextAwareResource, HostState, Responder};
+use crate::host::{ContextAwareResource, HostState, Responder, lock};
 use crate::session::Replayer;
 
 /// The options of `kwctl run` that this project's tests pass.
@@ -88,7 +88,9 @@ impl PolicyModule {
     pub fn allow_list(&self, allow_context_aware: bool) -> BTreeSet<ContextAwareResource> {
         if !allow_context_aware {
             if self.metadata.as_ref().is_some_and(|(_, r)| !r.is_empty()) {
-                eprintln!(" WARN testhost: Policy requires access to Kubernetes resources at evaluation time. During this execution the access to Kubernetes resources is denied. This can cause the policy to not behave properly");
+                eprintln!(
+                    " WARN testhost: Policy requires access to Kubernetes resources at evaluation time. During this execution the access to Kubernetes resources is denied. This can cause the policy to not behave properly"
+                );
             }
             return BTreeSet::new();
         }
@@ -101,7 +103,9 @@ impl PolicyModule {
                 declared.clone()
             }
             None => {
-                eprintln!(" INFO testhost: Policy is not annotated, access to Kubernetes resources is not allowed");
+                eprintln!(
+                    " INFO testhost: Policy is not annotated, access to Kubernetes resources is not allowed"
+                );
                 BTreeSet::new()
             }
         }

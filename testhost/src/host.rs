@@ -83,7 +83,7 @@ impl HostState {
             ("kubernetes", "get_resource") => KubeRequest::KubernetesGetResource(parse(payload)?),
             ("kubernetes", "can_i") => return self.can_i(parse(payload)?),
             ("tracing" | "kubernetes" | "oci" | "net" | "crypto", _) => {
-                return Err(format!("unknown operation: {operation}"))
+                return Err(format!("unknown operation: {operation}"));
             }
             _ => return Err(format!("unknown namespace: {namespace}")),
         };
@@ -94,10 +94,14 @@ impl HostState {
         };
         if !self.allow_list.contains(&resource) {
             if loud {
-                eprintln!("ERROR testhost: Policy tried to access a Kubernetes resource it doesn't have access to resource_requested={api_version}/{kind}");
+                eprintln!(
+                    "ERROR testhost: Policy tried to access a Kubernetes resource it doesn't have access to resource_requested={api_version}/{kind}"
+                );
             }
             // the access check's text reaches the policy bare, without the callback prefix
-            return Err(format!("Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."));
+            return Err(format!(
+                "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+            ));
         }
         if self.verbose {
             eprintln!("DEBUG testhost: host call request={request:?}");
@@ -197,10 +201,11 @@ mod tests {
             assert_eq!(st.host_call(binding, namespace, operation, payload).unwrap_err(), text);
         }
         // logging never fails, even with garbage; none of the above consumed the exchange
-        assert!(st
-            .host_call("kubewarden", "tracing", "log", b"garbage")
-            .unwrap()
-            .is_empty());
+        assert!(
+            st.host_call("kubewarden", "tracing", "log", b"garbage")
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(st.replayer.as_ref().unwrap().leftovers().len(), 1);
         let payload = st.host_call("kubewarden", "kubernetes", "list_resources_all", LIST_NS);
         assert_eq!(payload.unwrap(), br#"{"items":[]}"#);

@@ -268,7 +268,7 @@ fn the_release_builds_the_image_for_both_architectures_and_signs_it() {
 /// the build fails, naming the CronJob, instead of silently leaving Helm out.
 #[test]
 fn the_helm_component_applies_after_the_clean_up_or_fails_the_build() {
-    use super::placement::{kustomize, orders, RANCHER};
+    use super::placement::{RANCHER, kustomize, orders};
     const HELM: &str = "examples/cleanup/helm";
     const CLEANUP: &str = "examples/cleanup/component";
     if !crate::kubectl_on_path("the Helm component's order") {

@@ -155,7 +155,8 @@ fn render(objects: &[Value], patches: &[Patch]) -> Vec<Value> {
             .map(String::as_str)
             .collect();
         assert!(
-            top.is_subset(&["apiVersion", "kind", "metadata"].into()) && meta.is_subset(&["name", "labels", "annotations"].into()),
+            top.is_subset(&["apiVersion", "kind", "metadata"].into())
+                && meta.is_subset(&["name", "labels", "annotations"].into()),
             "a snippet's patch may set only metadata.labels and metadata.annotations, found {patch}"
         );
         for object in out.iter_mut().filter(|o| selects(target, o)) {

@@ -398,7 +398,9 @@ fn the_checks_see_a_stray_binding_and_a_bypass() {
         "spec": {"matchConditions": [{"name": SELECTS_THE_CLEANUP.0, "expression": SELECTS_THE_CLEANUP.1}]}})];
     assert_eq!(
         problems(&path, &alone),
-        ["template-cleanup's guard without the main guard's condition for template-cleanup's account"]
+        [
+            "template-cleanup's guard without the main guard's condition for template-cleanup's account"
+        ]
     );
 }
 

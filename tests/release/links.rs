@@ -204,20 +204,24 @@ fn the_pinned_link_check_finds_the_path_and_anchor() {
     );
     let root = root();
     let files = repository_files(&root);
-    assert!(broken(
-        &root,
-        "README.md",
-        "/docs/design.md#the-decision-table",
-        &files
-    )
-    .is_none());
-    assert!(broken(
-        &root,
-        "README.md",
-        "/docs/design.md#no-such-heading",
-        &files
-    )
-    .is_some());
+    assert!(
+        broken(
+            &root,
+            "README.md",
+            "/docs/design.md#the-decision-table",
+            &files
+        )
+        .is_none()
+    );
+    assert!(
+        broken(
+            &root,
+            "README.md",
+            "/docs/design.md#no-such-heading",
+            &files
+        )
+        .is_some()
+    );
     assert!(broken(&root, "README.md", "/docs/no-such-page.md", &files).is_some());
 }
 

@@ -15,11 +15,11 @@ fn cargo_toml_version(text: &str) -> Option<String> {
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             table = line;
-        } else if table == "[package]" {
-            if let Some(value) = line.strip_prefix("version") {
-                let value = value.trim_start().strip_prefix('=')?.trim();
-                return Some(value.trim_matches('"').to_string());
-            }
+        } else if table == "[package]"
+            && let Some(value) = line.strip_prefix("version")
+        {
+            let value = value.trim_start().strip_prefix('=')?.trim();
+            return Some(value.trim_matches('"').to_string());
         }
     }
     None

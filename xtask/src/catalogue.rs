@@ -2,7 +2,7 @@
 //! and the versions at which it lists a kind across namespaces, from `guard::catalogue`. The
 //! packaging tests and e2e.bats read the catalogue through it.
 
-use guard::catalogue::{masks_of, resources_read, ReferrerKind, REFERRERS};
+use guard::catalogue::{REFERRERS, ReferrerKind, masks_of, resources_read};
 
 use crate::derived::Derived;
 

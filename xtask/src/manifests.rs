@@ -8,12 +8,12 @@
 //! in the Helm component.
 
 use guard::catalogue::{
-    resources_read, resources_read_by_the_mutation, Resource, CRD, PROVIDERS, REFERRERS,
+    CRD, PROVIDERS, REFERRERS, Resource, resources_read, resources_read_by_the_mutation,
 };
-use template_cleanup_core::sources::{When, SOURCES};
+use template_cleanup_core::sources::{SOURCES, When};
 
 use crate::derived::Derived;
-use crate::rules::{self, flow, Rule};
+use crate::rules::{self, Rule, flow};
 
 const CLEANUP_ROLE: &str = "examples/cleanup/component/cleanup.yaml";
 const CLEANUP_HELM: &str = "examples/cleanup/helm/kustomization.yaml";

@@ -581,7 +581,7 @@ pub fn is_read(group: &str, kind: &str) -> bool {
 
 mod providers;
 mod referrers;
-pub use providers::{Provider, PROVIDERS};
+pub use providers::{PROVIDERS, Provider};
 pub use referrers::REFERRERS;
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The catalogue's tests: guarded kinds, who keeps what, plurals. test_data/catalogue.json is
 //! written from the catalogue by `cargo xtask gen` (xtask/src/catalogue.rs).
 use super::*;
-use rstest::rstest;
 use TemplateClass::*;
+use rstest::rstest;
 
 #[rstest]
 #[case::metal3_machine(INFRASTRUCTURE_GROUP, "Metal3MachineTemplate", Some(Machine))]

@@ -3,11 +3,11 @@
 //! else decides.
 
 use std::borrow::Cow;
-use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use crate::capi::Template;
-use crate::catalogue::{Advice, ReferrerKind, TemplateClass, WhileDeleting, REFERRERS};
+use crate::catalogue::{Advice, REFERRERS, ReferrerKind, TemplateClass, WhileDeleting};
 use crate::error::LookupError;
 use crate::lookups::{ClusterState, Lookups};
 use crate::references::{self, Candidate};

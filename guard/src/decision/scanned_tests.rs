@@ -5,7 +5,7 @@ use super::*;
 use crate::catalogue::{BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
 use crate::testing::Memory;
 use rstest::rstest;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn kept_by(decision: Decision) -> Vec<(String, Vec<String>)> {
     match decision {

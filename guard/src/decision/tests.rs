@@ -1,10 +1,10 @@
 //! The decision's tests, one table per row of docs/design.md, over the in-memory lookups.
 use super::*;
 use crate::capi::TemplateRef;
-use crate::catalogue::{self, TemplateClass, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP};
+use crate::catalogue::{self, BOOTSTRAP_GROUP, INFRASTRUCTURE_GROUP, TemplateClass};
 use crate::error::Failure;
 use crate::references::NamedTemplate;
-use crate::testing::{referrer_kind as kind, Memory};
+use crate::testing::{Memory, referrer_kind as kind};
 use rstest::rstest;
 use serde_json::json;
 

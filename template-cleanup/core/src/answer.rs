@@ -137,7 +137,13 @@ pub fn not_found_elsewhere(
     };
     Some(TemplateOutcome::Failed(format!(
         "404 {}: {}: {missing}, so the template {}/{} in namespace {} may still be there and was not deleted. Recreate the Namespace {} (kubectl create namespace {}) so that the guard can judge the DELETE, or delete the template by hand once you know nothing uses it.",
-        answer.reason, answer.message, template.namespace, template.name, template.namespace, template.namespace, template.namespace
+        answer.reason,
+        answer.message,
+        template.namespace,
+        template.name,
+        template.namespace,
+        template.namespace,
+        template.namespace
     )))
 }
 

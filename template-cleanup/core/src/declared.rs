@@ -210,7 +210,7 @@ fn argo_comparison_error(object: &Value, what: &str) -> Result<Option<String>, O
             return Err(ObjectError::NotAList {
                 what: what.to_string(),
                 field: "status.conditions",
-            })
+            });
         }
     };
     Ok(conditions

@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 
 use guard::capi::{Object, Template};
 use guard::catalogue::{self, ReferrerKind, TemplateClass};
-use guard::decision::{decide, Decision};
+use guard::decision::{Decision, decide};
 use guard::error::LookupError;
 use guard::lookups::{ClusterState, Lookups, Scanned};
 use guard::message;
-use guard::references::{take_candidate, BadField, Candidate};
+use guard::references::{BadField, Candidate, take_candidate};
 use guard::settings::Settings;
 use serde_json::Value;
 

@@ -24,8 +24,8 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::declared::{name_of, ObjectError};
 use crate::DeclaredObject;
+use crate::declared::{ObjectError, name_of};
 use guard::capi::group_of;
 
 /// The most a release may take once decompressed. A Secret holds at most 1 MiB (the API
@@ -121,10 +121,10 @@ pub fn current_revisions(stored: &[StoredRevision]) -> Vec<&StoredRevision> {
         let slot = releases
             .entry((&r.namespace, &r.release))
             .or_insert((deployed, r));
-        if let Some(d) = deployed {
-            if slot.0.is_none_or(|old| d.version > old.version) {
-                slot.0 = Some(d);
-            }
+        if let Some(d) = deployed
+            && slot.0.is_none_or(|old| d.version > old.version)
+        {
+            slot.0 = Some(d);
         }
         if r.version > slot.1.version {
             slot.1 = r;
@@ -155,7 +155,9 @@ pub enum ReleaseError {
         #[source]
         source: base64::DecodeError,
     },
-    #[error("{what}: the release is larger than {mib} MiB once decompressed, more than any release Helm writes.")]
+    #[error(
+        "{what}: the release is larger than {mib} MiB once decompressed, more than any release Helm writes."
+    )]
     TooLargeUnzipped { what: String, mib: u64 },
     #[error("{what}: the release is larger than {mib} MiB.")]
     TooLarge { what: String, mib: u64 },
@@ -182,9 +184,13 @@ pub enum ReleaseError {
 /// Why a release's rendered manifest cannot be read within its bounds. `document` counts from 1.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("manifest document #{document} may hold {nodes} YAML nodes, more than the {MAX_DOCUMENT_NODES} a template document is read with.")]
+    #[error(
+        "manifest document #{document} may hold {nodes} YAML nodes, more than the {MAX_DOCUMENT_NODES} a template document is read with."
+    )]
     TooManyNodes { document: usize, nodes: usize },
-    #[error("manifest document #{document} may hold {aliases} YAML aliases, more than the {MAX_DOCUMENT_ALIASES} a template document is read with.")]
+    #[error(
+        "manifest document #{document} may hold {aliases} YAML aliases, more than the {MAX_DOCUMENT_ALIASES} a template document is read with."
+    )]
     TooManyAliases { document: usize, aliases: usize },
     #[error("manifest document #{document} is not YAML ({source}).")]
     NotYaml {

@@ -366,7 +366,9 @@ pub fn check_policy(name: &str, policy: Option<&Value>) -> Result<Settings, Refu
     if settings.fail_open_on_lookup_error {
         return Err(refuse(
             Check::FailOpenNotSet,
-            format!("{what} sets failOpenOnLookupError: a failed lookup would let a template in use be deleted."),
+            format!(
+                "{what} sets failOpenOnLookupError: a failed lookup would let a template in use be deleted."
+            ),
         ));
     }
     Ok(settings)
@@ -431,7 +433,9 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
     let Some(webhook) = webhook else {
         return Err(refuse(
             installed,
-            format!("the ValidatingWebhookConfiguration {configuration} does not exist, so no DELETE would be judged by the guard {name}."),
+            format!(
+                "the ValidatingWebhookConfiguration {configuration} does not exist, so no DELETE would be judged by the guard {name}."
+            ),
         ));
     };
     let entry = format!("{configuration}.kubewarden.admission");
@@ -442,7 +446,9 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
     else {
         return Err(refuse(
             installed,
-            format!("the ValidatingWebhookConfiguration {configuration} has no webhook {entry}, so no DELETE would be judged by the guard {name}."),
+            format!(
+                "the ValidatingWebhookConfiguration {configuration} has no webhook {entry}, so no DELETE would be judged by the guard {name}."
+            ),
         ));
     };
     let what = format!("the webhook {entry}");
@@ -454,20 +460,27 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
     if let Some(exempting) = conditions.iter().find(|c| !harmless(c)) {
         return Err(refuse(
             Check::NoExemptingCondition,
-            format!("{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give template-cleanup a policy whose only condition is {:?} (examples/cleanup).", SELECTS_THE_CLEANUP.0),
+            format!(
+                "{what} has the matchCondition {exempting}: when it is false for a template DELETE, kube-apiserver lets the DELETE through without asking the guard. Give template-cleanup a policy whose only condition is {:?} (examples/cleanup).",
+                SELECTS_THE_CLEANUP.0
+            ),
         ));
     }
     let sees_every = Check::SeesEveryTemplate;
     if narrows(hook.get("objectSelector")) {
         return Err(refuse(
             sees_every,
-            format!("{what} has an objectSelector: a template it does not select would be deleted unchecked."),
+            format!(
+                "{what} has an objectSelector: a template it does not select would be deleted unchecked."
+            ),
         ));
     }
     let other = |what_: String| {
         refuse(
             sees_every,
-            format!("{what} has a namespaceSelector {what_}: a template in a namespace it does not select would be deleted unchecked."),
+            format!(
+                "{what} has a namespaceSelector {what_}: a template in a namespace it does not select would be deleted unchecked."
+            ),
         )
     };
     let selector = hook.get("namespaceSelector").filter(|s| !s.is_null());
@@ -481,7 +494,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(list)) => list.as_slice(),
         Some(other_value) => {
-            return Err(other(format!("whose matchExpressions are {other_value}")))
+            return Err(other(format!("whose matchExpressions are {other_value}")));
         }
     };
     for expression in expressions {
@@ -524,7 +537,7 @@ pub fn check_webhook(name: &str, webhook: Option<&Value>) -> Result<Webhook, Ref
                         return Err(RuleField::NotAString {
                             field: format!("rules[{i}].scope"),
                             value: other.clone(),
-                        })
+                        });
                     }
                 },
             })

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::answer::{classify, ErrorStatus, TemplateOutcome};
+use crate::answer::{ErrorStatus, TemplateOutcome, classify};
 use crate::delete_decision::Referrers;
 
 /// A template a MachineDeployment names: group, kind, namespace, name.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::declared::Declared;
-use crate::{DeclaredObject, ServedKind, CLEANUP_LABEL, CLEANUP_VALUE, TOPOLOGY_OWNED_LABEL};
+use crate::{CLEANUP_LABEL, CLEANUP_VALUE, DeclaredObject, ServedKind, TOPOLOGY_OWNED_LABEL};
 
 /// A listed object without name, uid or resourceVersion: the DELETE's preconditions need the
 /// last two.

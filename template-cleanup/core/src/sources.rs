@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::declared::{argo_application, flux_kustomization_declaration, Declaration, ObjectError};
+use crate::declared::{Declaration, ObjectError, argo_application, flux_kustomization_declaration};
 
 /// How a source's objects are read.
 #[derive(Debug, Clone, Copy)]

@@ -1,7 +1,7 @@
 //! The answers to a DELETE, as tables: which are the guard's, which stop the pass.
 
 use rstest::rstest;
-use template_cleanup_core::answer::{classify, webhook_unreachable, ErrorStatus, TemplateOutcome};
+use template_cleanup_core::answer::{ErrorStatus, TemplateOutcome, classify, webhook_unreachable};
 
 mod common;
 use common::*;

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 
 use rstest::rstest;
-use serde_json::{json, Value};
-use template_cleanup_core::declared::{flux_kustomization, Declared};
-use template_cleanup_core::select::{candidate, ListedTemplate, Skip};
-use template_cleanup_core::{DeclaredObject, CLEANUP_LABEL, CLEANUP_VALUE};
+use serde_json::{Value, json};
+use template_cleanup_core::declared::{Declared, flux_kustomization};
+use template_cleanup_core::select::{ListedTemplate, Skip, candidate};
+use template_cleanup_core::{CLEANUP_LABEL, CLEANUP_VALUE, DeclaredObject};
 
 mod common;
-use common::{m3mt, oref, INFRA};
+use common::{INFRA, m3mt, oref};
 
 fn template(labels: &[(&str, &str)], created: i64, deleting: bool) -> ListedTemplate {
     ListedTemplate {
@@ -137,9 +137,15 @@ fn a_listed_object_as_a_template(
     for (key, value) in metadata.as_object().into_iter().flatten() {
         item["metadata"][key] = value.clone();
     }
-    match (ListedTemplate::from_listed(&m3mt("v1beta2"), &item, NOW), want) {
+    match (
+        ListedTemplate::from_listed(&m3mt("v1beta2"), &item, NOW),
+        want,
+    ) {
         (Ok(t), Ok((created, deleting, labels))) => {
-            assert_eq!((t.created, t.deleting, t.labels.len()), (created, deleting, labels));
+            assert_eq!(
+                (t.created, t.deleting, t.labels.len()),
+                (created, deleting, labels)
+            );
             assert_eq!((t.uid.as_str(), t.resource_version.as_str()), ("u", "7"));
             assert_eq!(t.kind, m3mt("v1beta2"));
         }

@@ -7,16 +7,15 @@ use std::io::Write;
 
 use base64::Engine;
 use rstest::rstest;
-use serde_json::{json, Value};
-use template_cleanup_core::declared::{argo_application, Declared};
+use serde_json::{Value, json};
+use template_cleanup_core::declared::{Declared, argo_application};
 use template_cleanup_core::helm::{
-    current_revisions, flux_helm_release, release_from_secret, stored_release, stored_revision,
-    unreadable_namespaces, FluxHelmRelease, StoredRevision, Unreadable, MAX_RELEASE_BYTES,
-    SECRET_TYPE,
+    FluxHelmRelease, MAX_RELEASE_BYTES, SECRET_TYPE, StoredRevision, Unreadable, current_revisions,
+    flux_helm_release, release_from_secret, stored_release, stored_revision, unreadable_namespaces,
 };
 
 mod common;
-use common::{oref, INFRA};
+use common::{INFRA, oref};
 
 // --- Argo CD
 

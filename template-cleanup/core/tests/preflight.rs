@@ -4,12 +4,12 @@
 //! (xtask/src/checks/cleanup.rs).
 
 use rstest::rstest;
-use serde_json::{json, Value};
-use template_cleanup_core::preflight::{
-    check_coverage, check_policy, check_webhook, collectable, rule_groups, Check, Served, Webhook,
-    SELECTS_THE_CLEANUP,
-};
+use serde_json::{Value, json};
 use template_cleanup_core::ServedKind;
+use template_cleanup_core::preflight::{
+    Check, SELECTS_THE_CLEANUP, Served, Webhook, check_coverage, check_policy, check_webhook,
+    collectable, rule_groups,
+};
 
 mod common;
 use common::*;

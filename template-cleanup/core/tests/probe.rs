@@ -3,11 +3,11 @@
 
 use guard::settings::Settings;
 use rstest::rstest;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use template_cleanup_core::answer::ErrorStatus;
 use template_cleanup_core::delete_decision::{Referrers, Verdict};
 use template_cleanup_core::probe::{
-    being_deleted, judge, targets, Named, Probe, MACHINE_DEPLOYMENT,
+    MACHINE_DEPLOYMENT, Named, Probe, being_deleted, judge, targets,
 };
 
 mod common;

@@ -3,7 +3,7 @@
 //! checked against the table by `cargo xtask check` (xtask/src/checks/cleanup.rs), and the rules
 //! are written from it by `cargo xtask gen`.
 
-use template_cleanup_core::sources::{discovery_groups, SOURCES};
+use template_cleanup_core::sources::{SOURCES, discovery_groups};
 
 #[test]
 fn discovery_looks_into_every_group_of_the_table_but_the_core_one() {

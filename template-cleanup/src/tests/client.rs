@@ -11,7 +11,7 @@ use template_cleanup_core::ServedKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::api::{client, CallError, Cluster};
+use crate::api::{CallError, Cluster, client};
 
 /// How the server answers the `n`th request (from 0) of a method: a status code.
 type Answers = fn(method: &str, n: usize) -> u16;

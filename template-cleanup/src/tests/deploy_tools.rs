@@ -8,8 +8,8 @@ use std::cell::Cell;
 use std::io::Write;
 
 use base64::Engine;
-use template_cleanup_core::preflight::Served;
 use template_cleanup_core::ServedKind;
+use template_cleanup_core::preflight::Served;
 
 use super::*;
 use crate::sources;
@@ -368,11 +368,17 @@ fn broken_sites(body_json: Value) -> (u16, Vec<u8>) {
 /// may render into (its storage namespace, `edge`, and the target of the Flux HelmRelease stored
 /// there, `edge-sites`) declared, while the pass goes on and the other release is read.
 #[rstest]
-#[case::deleted_since_listed(not_found("secrets \"sh.helm.release.v1.sites.v2\""), "its Secret sh.helm.release.v1.sites.v2 was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again")]
+#[case::deleted_since_listed(
+    not_found("secrets \"sh.helm.release.v1.sites.v2\""),
+    "its Secret sh.helm.release.v1.sites.v2 was deleted after it was listed, by an upgrade or Helm's history limit; the next pass reads the release again"
+)]
 #[case::not_helms_encoding(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}, "data": {"release": "ISE="}})), "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is not Helm's base64 (Invalid symbol 33, offset 0.)")]
 #[case::another_type(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}, "data": {}})), "its Secret sh.helm.release.v1.sites.v2 is of type \"Opaque\", not helm.sh/release.v1")]
 #[case::no_data(broken_sites(json!({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1", "metadata": {"name": "sh.helm.release.v1.sites.v2", "namespace": "edge"}})), "its Secret sh.helm.release.v1.sites.v2 has no data.release")]
-#[case::gzip_bomb(bomb(), "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is larger than 16 MiB once decompressed, more than any release Helm writes")]
+#[case::gzip_bomb(
+    bomb(),
+    "Helm release Secret edge/sh.helm.release.v1.sites.v2: the release is larger than 16 MiB once decompressed, more than any release Helm writes"
+)]
 #[tokio::test]
 async fn a_release_that_cannot_be_read_keeps_its_namespaces_templates(
     #[case] answer: (u16, Vec<u8>),
@@ -409,7 +415,9 @@ async fn a_release_that_cannot_be_read_keeps_its_namespaces_templates(
     )
     .await
     .unwrap();
-    let held = format!("Helm release edge/sites, which cannot be read ({reason}); every template in namespace edge counts as declared (unreadable release)");
+    let held = format!(
+        "Helm release edge/sites, which cannot be read ({reason}); every template in namespace edge counts as declared (unreadable release)"
+    );
     assert_eq!(declared.by(&m3mt("edge", "any")), Some(held.as_str()));
     assert_eq!(
         declared.by(&m3mt("edge-sites", "any")),
@@ -473,13 +481,17 @@ async fn a_release_whose_labels_helm_did_not_write_is_unreadable_without_a_get()
         .unwrap();
     assert_eq!(
         declared.by(&m3mt("edge", "any")),
-        Some("Helm release edge/sites, which cannot be read (its Secret sh.helm.release.v1.sites.v2 has version label \"two\", not a revision number); every template in namespace edge counts as declared (unreadable release)")
+        Some(
+            "Helm release edge/sites, which cannot be read (its Secret sh.helm.release.v1.sites.v2 has version label \"two\", not a revision number); every template in namespace edge counts as declared (unreadable release)"
+        )
     );
-    assert!(!heard
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|h| h.uri.contains("/secrets/")));
+    assert!(
+        !heard
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|h| h.uri.contains("/secrets/"))
+    );
 }
 
 /// A GET the API server refuses is not a release that cannot be read: the pass stops.
@@ -499,13 +511,19 @@ async fn a_get_the_api_server_refuses_stops_the_pass() {
         .await
         .unwrap_err()
         .to_string();
-    assert_eq!(error, "cannot read Helm's release Secret edge/sh.helm.release.v1.sites.v2: 403 Forbidden: secrets \"sh.helm.release.v1.sites.v2\" is forbidden.");
+    assert_eq!(
+        error,
+        "cannot read Helm's release Secret edge/sh.helm.release.v1.sites.v2: 403 Forbidden: secrets \"sh.helm.release.v1.sites.v2\" is forbidden."
+    );
 }
 
 /// Without --helm-releases nothing of Helm is read, and the report warns where Flux
 /// HelmReleases are installed, in every pass.
 #[rstest]
-#[case::flux_helm_installed(true, "not read (--helm-releases not given), but Flux HelmReleases are installed: a template a Helm release still declares, and nothing references yet, reads as undeclared and is deleted if the guard lets it go. Add the component examples/cleanup/helm (--helm-releases and its RBAC).")]
+#[case::flux_helm_installed(
+    true,
+    "not read (--helm-releases not given), but Flux HelmReleases are installed: a template a Helm release still declares, and nothing references yet, reads as undeclared and is deleted if the guard lets it go. Add the component examples/cleanup/helm (--helm-releases and its RBAC)."
+)]
 #[case::no_flux_helm(false, "not read (--helm-releases not given)")]
 #[tokio::test]
 async fn without_helm_reading_the_report_warns_where_flux_helmreleases_are_installed(
@@ -662,7 +680,12 @@ async fn five_thousand_release_revisions_are_read_within_a_memory_bound() {
     let stored = secret_bytes * RELEASES * HISTORY as usize;
     eprintln!(
         "5,000 revisions, {} MiB stored as the API serves them: {} metadata pages ({} KiB), {} GETs ({} MiB), peak allocation {:.1} MiB",
-        stored >> 20, lists.len(), listed >> 10, gets.len(), fetched >> 20, peak as f64 / (1 << 20) as f64
+        stored >> 20,
+        lists.len(),
+        listed >> 10,
+        gets.len(),
+        fetched >> 20,
+        peak as f64 / (1 << 20) as f64
     );
     assert_eq!((lists.len(), gets.len()), (10, RELEASES));
     assert!(stored > 100 << 20, "the storage is {stored} bytes");

@@ -69,7 +69,9 @@ async fn kept_by_the_release(fake: Fake, read_in: &str) -> Vec<Seen> {
     );
     assert_eq!(
         line(&report, "Helm releases"),
-        format!("1 Secrets listed (metadata only), 1 current revisions read, 1 objects declared (Secrets read in {read_in})")
+        format!(
+            "1 Secrets listed (metadata only), 1 current revisions read, 1 objects declared (Secrets read in {read_in})"
+        )
     );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
     seen
@@ -220,7 +222,9 @@ async fn helm_releases_stored_in_another_namespace_are_read(
     assert_eq!(report.exit_code(), CANNOT_RUN);
     assert_eq!(
         report.error.unwrap_or_default(),
-        format!("cannot read Helm's release Secrets in namespace {stored_in}: 403 Forbidden: secrets is forbidden. Nothing was deleted.")
+        format!(
+            "cannot read Helm's release Secrets in namespace {stored_in}: 403 Forbidden: secrets is forbidden. Nothing was deleted."
+        )
     );
     assert!(!seen.iter().any(|s| s.method == "DELETE"));
 }

@@ -19,13 +19,29 @@ async fn every_answer_to_a_delete_and_the_exit_code() {
     for (name, verdict, detail) in [
         ("free", "deleted", ""),
         ("finalized", "deletion started", ""),
-        ("in-use", "kept", "no DELETE sent: the guard's own decision over what this pass listed keeps it: "),
-        ("refused", "kept", "refused is referenced by MachineSet edge/md-7f9c"),
+        (
+            "in-use",
+            "kept",
+            "no DELETE sent: the guard's own decision over what this pass listed keeps it: ",
+        ),
+        (
+            "refused",
+            "kept",
+            "refused is referenced by MachineSet edge/md-7f9c",
+        ),
         ("gone", "already gone", ""),
-        ("orphaned", "failed", "404 NotFound: namespaces \"edge\" not found: its namespace edge does not exist"),
+        (
+            "orphaned",
+            "failed",
+            "404 NotFound: namespaces \"edge\" not found: its namespace edge does not exist",
+        ),
         ("forbidden", "failed", "403 Forbidden: "),
         ("recreated", "changed", "changed since it was listed"),
-        ("slow", "failed", "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s"),
+        (
+            "slow",
+            "failed",
+            "delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/slow: no answer within 30s",
+        ),
         ("young", "left", "younger than --min-age"),
     ] {
         expect(name, verdict, detail);
@@ -88,7 +104,9 @@ async fn a_dry_run_sends_dry_run_deletes_and_says_would_delete() {
     assert_eq!(verdicts(&report)[0].1, "would delete");
     assert_eq!(
         report.text().lines().last(),
-        Some("deleted 1, deletion started 0, kept 1, left 0, already gone 0, changed 0, failed 0, not tried 0 (dry run)")
+        Some(
+            "deleted 1, deletion started 0, kept 1, left 0, already gone 0, changed 0, failed 0, not tried 0 (dry run)"
+        )
     );
     assert_eq!(report.exit_code(), OK);
     for d in seen.iter().filter(|s| s.method == "DELETE") {

@@ -21,7 +21,11 @@ fn deletes(seen: &[Seen]) -> Vec<(String, bool)> {
 /// evaluate, the pass deletes nothing and exits 2.
 #[rstest]
 #[case::webhook_missing(
-    status(404, "NotFound", "validatingwebhookconfigurations.admissionregistration.k8s.io \"clusterwide-capi-template-guard-cleanup\" not found"),
+    status(
+        404,
+        "NotFound",
+        "validatingwebhookconfigurations.admissionregistration.k8s.io \"clusterwide-capi-template-guard-cleanup\" not found"
+    ),
     "pre-flight check `the guard's webhook is installed` failed: the ValidatingWebhookConfiguration clusterwide-capi-template-guard-cleanup does not exist"
 )]
 #[case::webhook_unreadable(
@@ -106,9 +110,11 @@ async fn a_template_the_guard_never_judges_is_left(
             v[0].2,
             "the guard capi-template-guard-cleanup never judges a DELETE in namespace edge (its webhook's namespaceSelector leaves it out, or it is the policy server's own namespace, where the policy server accepts every request unchecked): move the template to another namespace to have it collected"
         );
-        assert!(!report
-            .text()
-            .contains("allowInsideAdmissionControllerNamespace"));
+        assert!(
+            !report
+                .text()
+                .contains("allowInsideAdmissionControllerNamespace")
+        );
     }
     // no probe in a namespace the guard never judges, and no DELETE of a template there
     let sent = deletes(&seen);
@@ -129,9 +135,26 @@ async fn a_template_the_guard_never_judges_is_left(
 /// before its first real DELETE, saying what came back.
 #[rstest]
 #[case::monitor_mode_allows(Some((200, template("in-use", "2026-01-01T00:00:00Z"))), "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal: 2xx: the DELETE would have gone through")]
-#[case::the_main_guard_answers(status(409, "", "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: in use"), "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal: 409: admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: in use.")]
-#[case::webhook_down(status(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": context deadline exceeded"), "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal: 500 InternalError: Internal error occurred: failed calling webhook")]
-#[case::no_answer(None, "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, got no answer: delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use: no answer within 30s")]
+#[case::the_main_guard_answers(
+    status(
+        409,
+        "",
+        "admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: in use"
+    ),
+    "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal: 409: admission webhook \"clusterwide-capi-template-guard.kubewarden.admission\" denied the request: in use."
+)]
+#[case::webhook_down(
+    status(
+        500,
+        "InternalError",
+        "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": context deadline exceeded"
+    ),
+    "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, did not come back as the guard's refusal: 500 InternalError: Internal error occurred: failed calling webhook"
+)]
+#[case::no_answer(
+    None,
+    "the probe, a dry-run DELETE of metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use, which a MachineDeployment uses, got no answer: delete metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use: no answer within 30s"
+)]
 #[tokio::test(start_paused = true)]
 async fn a_probe_the_guard_does_not_refuse_stops_the_pass(
     #[case] answer: Answer,
@@ -153,7 +176,11 @@ async fn a_probe_the_guard_does_not_refuse_stops_the_pass(
 /// 404, or 409 for the uid precondition) is read and probed once more; when it never holds
 /// still, the pass stops rather than delete on the checks alone.
 #[rstest]
-#[case::recreated(status(409, "Conflict", "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"in-use\": Precondition failed: UID in precondition: uid-in-use, UID in object meta: other"))]
+#[case::recreated(status(
+    409,
+    "Conflict",
+    "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"in-use\": Precondition failed: UID in precondition: uid-in-use, UID in object meta: other"
+))]
 #[case::gone(status(
     404,
     "NotFound",
@@ -166,7 +193,9 @@ async fn a_probe_whose_template_never_holds_still_stops_the_pass(#[case] answer:
     let (report, seen) = pass(fake, false).await;
     assert_eq!(
         report.error.as_deref(),
-        Some("the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled. Nothing was deleted.")
+        Some(
+            "the probe could not finish: metal3machinetemplates.infrastructure.cluster.x-k8s.io edge/in-use changed or went away between its read and its dry-run DELETE, 2 times each, and no other template in use could be probed. Run the pass again once the deploy tool that recreates them has settled. Nothing was deleted."
+        )
     );
     assert_eq!(report.exit_code(), CANNOT_RUN);
     // read and probed twice, nothing else deleted
@@ -207,9 +236,11 @@ async fn without_a_template_in_use_no_probe_is_possible(
         "{:?}",
         report.probe
     );
-    assert!(report
-        .text()
-        .contains("; the pass relies on the checks of the guard's policy and webhook\n"));
+    assert!(
+        report
+            .text()
+            .contains("; the pass relies on the checks of the guard's policy and webhook\n")
+    );
     assert_eq!(deletes(&seen), [(format!("{M3MT_PATH}/free?"), false)]);
     assert_eq!(report.exit_code(), OK);
 }
@@ -223,7 +254,11 @@ fn with_deletion(mut object: Value) -> Value {
 /// webhook`, or no answer within --request-timeout) stops the pass: exit 1, every later
 /// candidate reported as not tried, no DELETE sent for it.
 #[rstest]
-#[case::failed_calling_webhook(status(500, "InternalError", "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": failed to call webhook: context deadline exceeded"))]
+#[case::failed_calling_webhook(status(
+    500,
+    "InternalError",
+    "Internal error occurred: failed calling webhook \"clusterwide-capi-template-guard-cleanup.kubewarden.admission\": failed to call webhook: context deadline exceeded"
+))]
 #[case::no_answer(None)]
 #[tokio::test(start_paused = true)]
 async fn a_webhook_that_cannot_be_called_stops_the_pass(#[case] answer: Answer) {

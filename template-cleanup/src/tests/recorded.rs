@@ -13,12 +13,34 @@ pub(super) fn answer(fake: &Fake, method: &str, path: &str, body: &str) -> Optio
         ("GET", ["apis", "openreports.io", "v1alpha1"]) if fake.reports.is_some() => {
             Some(tool_resources("openreports.io/v1alpha1", "Report"))
         }
-        ("PATCH", ["apis", "openreports.io", "v1alpha1", "namespaces", ns, "reports", _]) => {
+        (
+            "PATCH",
+            [
+                "apis",
+                "openreports.io",
+                "v1alpha1",
+                "namespaces",
+                ns,
+                "reports",
+                _,
+            ],
+        ) => {
             let reports = fake.reports.as_ref()?;
             reports.lock().unwrap().insert(ns.to_string(), body.clone());
             Some(Some((200, body)))
         }
-        (_, ["apis", "events.k8s.io", "v1", "namespaces", ns, "events", rest @ ..]) => {
+        (
+            _,
+            [
+                "apis",
+                "events.k8s.io",
+                "v1",
+                "namespaces",
+                ns,
+                "events",
+                rest @ ..,
+            ],
+        ) => {
             if let Some(answer) = &fake.event_answer {
                 return Some(answer.clone());
             }
@@ -103,8 +125,22 @@ async fn every_verdict_is_recorded_on_its_template() {
         let e = e.unwrap_or_else(|| panic!("no Event on {name}: {recorded:?}"));
         (e.1.as_str(), e.2.as_str(), e.3)
     };
-    assert_eq!(reason("free"), ("TemplateDeleted", "Deleted: the guard capi-template-guard-cleanup let its DELETE through, so nothing it checks still needs this template.", 1));
-    assert_eq!(reason("refused"), ("TemplateKept", "Kept: the guard capi-template-guard-cleanup refused its DELETE: refused is referenced by MachineSet edge/md-7f9c", 1));
+    assert_eq!(
+        reason("free"),
+        (
+            "TemplateDeleted",
+            "Deleted: the guard capi-template-guard-cleanup let its DELETE through, so nothing it checks still needs this template.",
+            1
+        )
+    );
+    assert_eq!(
+        reason("refused"),
+        (
+            "TemplateKept",
+            "Kept: the guard capi-template-guard-cleanup refused its DELETE: refused is referenced by MachineSet edge/md-7f9c",
+            1
+        )
+    );
     assert_eq!(reason("in-use").0, "TemplateKept");
     assert!(
         reason("in-use").1.starts_with("Kept: no DELETE sent, as the guard's own decision over what this pass listed keeps it: "),
@@ -175,9 +211,11 @@ async fn a_second_pass_adds_to_the_series() {
     assert_eq!(patches[0], json!({}));
     assert_eq!(patches[1]["series"]["count"], 2);
     assert_eq!(patches[1]["metadata"]["resourceVersion"], "1");
-    assert!(!seen
-        .iter()
-        .any(|s| s.method == "POST" && s.uri.contains("/events")));
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.method == "POST" && s.uri.contains("/events"))
+    );
 }
 
 /// At most --events-per-pass Events, the most telling first (here the three failed DELETEs).
@@ -193,9 +231,11 @@ async fn the_cap_keeps_the_most_telling() {
         "{recorded:?}"
     );
     assert_eq!(recorded.len(), 3);
-    assert!(report
-        .text()
-        .contains("events: 3 recorded (3 new, 0 added to a series), 7 over the cap of 3"));
+    assert!(
+        report
+            .text()
+            .contains("events: 3 recorded (3 new, 0 added to a series), 7 over the cap of 3")
+    );
 }
 
 /// Events the API server refuses change nothing else: same verdicts and exit code; after a 403
@@ -221,9 +261,11 @@ async fn a_dry_run_records_nothing() {
     let mut fake = every_answer();
     fake.reports = Some(Arc::default());
     let (report, seen) = pass(fake, true).await;
-    assert!(!seen
-        .iter()
-        .any(|s| s.method == "POST" && s.uri.contains("events") || s.method == "PATCH"));
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.method == "POST" && s.uri.contains("events") || s.method == "PATCH")
+    );
     assert!(report.events.is_none() && report.reports.is_none());
 }
 
@@ -299,10 +341,12 @@ async fn one_report_per_namespace_where_openreports_is_installed() {
         (&kept["result"], &kept["rule"], &kept["policy"]),
         (&json!("warn"), &json!("TemplateKept"), &json!(POLICY))
     );
-    assert!(kept["message"]
-        .as_str()
-        .unwrap()
-        .contains("referenced by MachineSet edge/md-7f9c"));
+    assert!(
+        kept["message"]
+            .as_str()
+            .unwrap()
+            .contains("referenced by MachineSet edge/md-7f9c")
+    );
     assert_eq!(kept["timestamp"], json!({"seconds": NOW, "nanos": 0}));
     for (name, result_) in [
         ("free", "pass"),

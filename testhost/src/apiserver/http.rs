@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use percent_encoding::percent_decode_str;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tiny_http::{Header, Response, Server};
 
-use super::{kube, Api, ApiHost, Key};
+use super::{Api, ApiHost, Key, kube};
 use crate::engine::{Policy, PolicyModule};
 use crate::host::lock;
 
@@ -186,7 +186,11 @@ impl Front {
             match fault_kind {
                 Some((kind, "recreate")) => recreate.push(kind.to_string()),
                 Some((kind, "no-namespace")) => no_namespace.push(kind.to_string()),
-                _ => return Err(anyhow!("--fault {fault}: the faults served are delete:KIND=recreate and delete:KIND=no-namespace")),
+                _ => {
+                    return Err(anyhow!(
+                        "--fault {fault}: the faults served are delete:KIND=recreate and delete:KIND=no-namespace"
+                    ));
+                }
             }
         }
         let judged = Mutex::new(0);
@@ -376,7 +380,9 @@ pub fn serve(args: ApiServerArgs, verbose: bool) -> Result<ExitCode> {
         .to_ip()
         .with_context(|| format!("{} is not an IP address to listen on", args.listen))?;
     if let Some(path) = &args.kubeconfig {
-        let config = format!("apiVersion: v1\nkind: Config\nclusters:\n- name: testhost\n  cluster:\n    server: http://{address}\nusers:\n- name: testhost\n  user: {{}}\ncontexts:\n- name: testhost\n  context:\n    cluster: testhost\n    user: testhost\n    namespace: default\ncurrent-context: testhost\n");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testhost\n  cluster:\n    server: http://{address}\nusers:\n- name: testhost\n  user: {{}}\ncontexts:\n- name: testhost\n  context:\n    cluster: testhost\n    user: testhost\n    namespace: default\ncurrent-context: testhost\n"
+        );
         // written whole under another name first, so that a reader never sees half of it
         let partial = path.with_extension("partial");
         std::fs::write(&partial, config)

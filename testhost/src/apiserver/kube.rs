@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The policy's pluralizer (lower-case kind, "s"; "es" after "ss"), checked against the `plural`
 /// of every kind in test_data/catalogue.json, which the policy's tests write; "ies" for a "y" after

@@ -12,11 +12,11 @@ pub mod render;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::host::{lock, Responder};
+use crate::host::{Responder, lock};
 use crate::session::KubeRequest;
-use objects::{installed, Kind, Providers, Store, NAMESPACE};
+use objects::{Kind, NAMESPACE, Providers, Store, installed};
 use render::render;
 
 /// apiVersion, kind, namespace ("" for a cluster-scoped object) and name.
@@ -211,7 +211,9 @@ impl Selector {
         let mut requirements = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if part.contains('(') {
-                return Err(format!("the label selector {text:?} is set-based; this API server serves equality and existence requirements only"));
+                return Err(format!(
+                    "the label selector {text:?} is set-based; this API server serves equality and existence requirements only"
+                ));
             }
             let (key, value, equal) = if let Some((k, v)) = part.split_once("!=") {
                 (k, Some(v), false)

@@ -2,10 +2,10 @@
 //! v1beta1 ObjectReferences with apiVersion, v1beta2 ContractVersionedObjectReferences with
 //! apiGroup), and the AdmissionReview requests the simulation and the bench send about them.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::kube;
-use super::objects::{Kind, Obj, Providers, Ref, Spec, NAMESPACE};
+use super::objects::{Kind, NAMESPACE, Obj, Providers, Ref, Spec};
 
 /// The AdmissionReview request of a DELETE, CREATE or UPDATE of `obj` by `user`, with `obj` at
 /// `version`, and the object as sent.

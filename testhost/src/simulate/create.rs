@@ -2,7 +2,7 @@
 //! finalizers, owners, cloned-from annotations), the Metal3Machine CREATE through the mutation,
 //! and the initial state of a run.
 
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 
 use super::scenario::{Deployer, OnRefusal};
 use super::world::World;

@@ -114,13 +114,13 @@ pub fn reconcile(w: &mut World, backoff: &mut Backoff, md: &str) -> Result<bool>
     // the Deployment algorithm: scale old sets down by what the spec totals allow
     let min_available = replicas.saturating_sub(spec.max_unavailable);
     let new_unavailable = cur.saturating_sub(current_ready);
-    if total > min_available + new_unavailable {
-        if let Some(old) = olds.iter().find(|o| o.spec.replicas() > 0) {
-            let n = old.spec.replicas() - 1;
-            w.set_replicas(&old.name, n, false);
-            w.ev(|| format!("MachineDeployment {md}: {} scaled to {n}", old.name));
-            return Ok(true);
-        }
+    if total > min_available + new_unavailable
+        && let Some(old) = olds.iter().find(|o| o.spec.replicas() > 0)
+    {
+        let n = old.spec.replicas() - 1;
+        w.set_replicas(&old.name, n, false);
+        w.ev(|| format!("MachineDeployment {md}: {} scaled to {n}", old.name));
+        return Ok(true);
     }
     let complete = current_ready == replicas && sets.iter().map(status).sum::<u32>() == replicas;
     if w.sc.delete_old_ms && complete {

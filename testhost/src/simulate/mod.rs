@@ -31,11 +31,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 use base64::Engine as _;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tabled::builder::Builder;
-use tabled::settings::{object::Columns, Alignment, Style};
+use tabled::settings::{Alignment, Style, object::Columns};
 
 use crate::admission::ValidateRequest;
 use crate::engine::{Policy, PolicyModule};
@@ -258,7 +258,9 @@ fn print_table(args: &SimulateArgs, t: &Totals, elapsed: f64, jobs: usize) {
     });
     let flows = std::iter::once(header).chain(flows).map(Vec::from);
     println!("{}\n", markdown(flows.collect()));
-    println!("Explained leaks, by what the tool does with a refused delete (allowed in these flows only; template-cleanup collects them):");
+    println!(
+        "Explained leaks, by what the tool does with a refused delete (allowed in these flows only; template-cleanup collects them):"
+    );
     for d in Deployer::ALL {
         if let (Deployer::Tool(behaviour), Some(why)) = (d, d.on_refusal().explained_leak()) {
             println!("  {behaviour:?}: {why}");

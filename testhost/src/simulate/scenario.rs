@@ -2,7 +2,7 @@
 //! the world it starts with, and what a run measures.
 
 use super::rng::Rng;
-use crate::apiserver::objects::{Kind, Providers, HOUR};
+use crate::apiserver::objects::{HOUR, Kind, Providers};
 
 /// How the seed's release rolls out: a deploy tool that points the owners at new templates and
 /// deletes the retired ones, or a ClusterClass. Ordered as [`Deployer::ALL`].
@@ -81,9 +81,15 @@ impl OnRefusal {
     /// not, and a leak fails the simulation.
     pub fn explained_leak(self) -> Option<&'static str> {
         match self {
-            OnRefusal::Forget => Some("a refused delete is forgotten (the topology controller, too, deletes an old control-plane template once, best effort)"),
-            OnRefusal::RollBackAndRetry(_) => Some("rolled back between attempts (a second re-provisioning wave), then the release is left failed and the template forgotten"),
-            OnRefusal::SkipOwned { .. } => Some("owned templates (every one a MachineSet or control plane used) are never pruned, with or without the policy"),
+            OnRefusal::Forget => Some(
+                "a refused delete is forgotten (the topology controller, too, deletes an old control-plane template once, best effort)",
+            ),
+            OnRefusal::RollBackAndRetry(_) => Some(
+                "rolled back between attempts (a second re-provisioning wave), then the release is left failed and the template forgotten",
+            ),
+            OnRefusal::SkipOwned { .. } => Some(
+                "owned templates (every one a MachineSet or control plane used) are never pruned, with or without the policy",
+            ),
             OnRefusal::Rerun { .. } | OnRefusal::RetryEvery(_) | OnRefusal::Keep => None,
         }
     }
@@ -226,10 +232,10 @@ impl Scenario {
         // MachineSet, still the current revision, has no replicas and no machines.
         if deployer != Deployer::Topology && sc.upgrade_workers && rng.chance(25) {
             sc.ms_refused_until = sc.upgrade_at + rng.range(HOUR / 2, 2 * HOUR);
-            if rng.chance(50) {
-                if let Some(md) = sc.mds.first_mut() {
-                    md.0 = 0;
-                }
+            if rng.chance(50)
+                && let Some(md) = sc.mds.first_mut()
+            {
+                md.0 = 0;
             }
         }
         // The gate exists from Cluster API 1.12, which serves v1beta2; drawn after everything

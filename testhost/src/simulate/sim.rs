@@ -22,8 +22,8 @@ use super::standalone::StandaloneOperator;
 use super::template_cleanup::TemplateCleanup;
 use super::topology;
 use super::world::{Actor, Admit, Controller, WorkQueue, World};
-use crate::apiserver::objects::{Kind, HOUR};
 use crate::apiserver::Api;
+use crate::apiserver::objects::{HOUR, Kind};
 
 /// Everything settles before this (template-cleanup runs hourly until then).
 const HORIZON: u64 = 12 * HOUR;
@@ -130,7 +130,7 @@ pub(super) mod testing {
     use super::super::rng::Rng;
     use super::super::world::Verdict;
     use super::*;
-    use crate::apiserver::objects::{Obj, Spec, CLUSTER};
+    use crate::apiserver::objects::{CLUSTER, Obj, Spec};
     // what the actors' tests name their flows by
     pub use super::super::scenario::{Deployer, Lifecycle};
 

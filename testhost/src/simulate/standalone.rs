@@ -63,7 +63,7 @@ impl World<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::sim::testing::{run, scenario, Lifecycle};
+    use super::super::sim::testing::{Lifecycle, run, scenario};
 
     /// Accepting its templates' deletion costs the standalone MachineSet its scale-up (the
     /// policy before this rule let template-cleanup delete them once it was at zero); refusing

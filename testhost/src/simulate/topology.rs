@@ -26,22 +26,22 @@ pub fn reconcile(w: &mut World) -> Result<bool> {
         return Ok(false);
     }
     let copies = |w: &World, r: &Ref, source: &Ref| w.read(|s| s.is_copy_of(r, source));
-    if let Some(current) = w.cp_infra(true).filter(|r| !copies(w, r, &cp_infra)) {
-        if let Some(new) = w.copy_of(&cp_infra, CP) {
-            w.point_control_plane(&new);
-            w.ev(|| format!("topology: control plane now uses {new}"));
-            // reconcile_state.go@v1.12.0 (reconcileControlPlane): the old template is deleted
-            // in the same reconcile, "best effort ... may leak templates": a refusal returns
-            // an error, and the next reconcile compares the new template with itself, so it
-            // never retries
-            if !w.delete(current.kind, &current.name, "topology")? {
-                w.leak(
-                    &current,
-                    "the topology controller deletes it once, best effort",
-                );
-            }
-            return Ok(true);
+    if let Some(current) = w.cp_infra(true).filter(|r| !copies(w, r, &cp_infra))
+        && let Some(new) = w.copy_of(&cp_infra, CP)
+    {
+        w.point_control_plane(&new);
+        w.ev(|| format!("topology: control plane now uses {new}"));
+        // reconcile_state.go@v1.12.0 (reconcileControlPlane): the old template is deleted
+        // in the same reconcile, "best effort ... may leak templates": a refusal returns
+        // an error, and the next reconcile compares the new template with itself, so it
+        // never retries
+        if !w.delete(current.kind, &current.name, "topology")? {
+            w.leak(
+                &current,
+                "the topology controller deletes it once, best effort",
+            );
         }
+        return Ok(true);
     }
     for (i, class) in workers.iter().enumerate() {
         let md = format!("edge-a-md{i}");

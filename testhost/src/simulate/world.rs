@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use super::rng::Rng;
 use super::scenario::{Metrics, Scenario};
+use crate::apiserver::Api;
 use crate::apiserver::objects::*;
 use crate::apiserver::render::admission_request;
-use crate::apiserver::Api;
 use crate::host::lock;
 
 /// The answer of the admission chain, read from the AdmissionResponse only.

@@ -15,9 +15,9 @@ mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use guard::catalogue::{self, masks_of, resources_read, Resource, CRD};
-use guard::testing::{get_masked, masked, USUAL};
-use serde_json::{json, Value};
+use guard::catalogue::{self, CRD, Resource, masks_of, resources_read};
+use guard::testing::{USUAL, get_masked, masked};
+use serde_json::{Value, json};
 
 use crate::derived::Derived;
 use crate::root;
@@ -80,9 +80,15 @@ pub fn list_call(kind: &str, version: &str, items: &[Value], error: Option<&str>
     let mut masks = masks(kind);
     let request = if across {
         masks.insert("metadata.namespace".into());
-        format!("!KubernetesListResourceAll\napi_version: {av}\nkind: {kind}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}", yaml_list(&masks))
+        format!(
+            "!KubernetesListResourceAll\napi_version: {av}\nkind: {kind}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}",
+            yaml_list(&masks)
+        )
     } else {
-        format!("!KubernetesListResourceNamespace\napi_version: {av}\nkind: {kind}\nnamespace: {NS}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}", yaml_list(&masks))
+        format!(
+            "!KubernetesListResourceNamespace\napi_version: {av}\nkind: {kind}\nnamespace: {NS}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}",
+            yaml_list(&masks)
+        )
     };
     if let Some(error) = error {
         return exchange(request, Err(error));
@@ -103,7 +109,10 @@ pub fn get_call(
 ) -> Value {
     let av = api_version(kind, version);
     let masks = masks(kind);
-    let request = format!("!KubernetesGetResource\napi_version: {av}\nkind: {kind}\nname: {name}\nnamespace: {NS}\ndisable_cache: {disable_cache}\nfield_masks:\n{}", yaml_list(&masks));
+    let request = format!(
+        "!KubernetesGetResource\napi_version: {av}\nkind: {kind}\nname: {name}\nnamespace: {NS}\ndisable_cache: {disable_cache}\nfield_masks:\n{}",
+        yaml_list(&masks)
+    );
     match found {
         Some(found) => exchange(request, Ok(get_masked(found, &masks))),
         None => {
@@ -140,7 +149,12 @@ pub struct Crds<'a> {
 
 /// The CRD list: the usual kinds at `release`, and what `crds` adds.
 pub fn crd_call(release: &str, crds: Crds) -> Value {
-    let request = format!("!KubernetesListResourceAll\napi_version: {}/v1\nkind: {}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}", CRD.group, CRD.kind, yaml_list(&masks_of(&CRD)));
+    let request = format!(
+        "!KubernetesListResourceAll\napi_version: {}/v1\nkind: {}\nlabel_selector: null\nfield_selector: null\nfield_masks:\n{}",
+        CRD.group,
+        CRD.kind,
+        yaml_list(&masks_of(&CRD))
+    );
     if let Some(error) = crds.error {
         return exchange(request, Err(error));
     }
@@ -188,7 +202,9 @@ pub fn list_at(kind: &str, release: &str, items: &[Value]) -> Vec<Value> {
 
 /// The can_i question before a scan's list, as kwctl records it (KubernetesCanI).
 pub fn can_i_call(plural: &str, allowed: bool) -> Value {
-    let request = format!("!KubernetesCanI\nrequest:\n  groups:\n  - system:serviceaccounts\n  - system:serviceaccounts:kubewarden\n  - system:authenticated\n  resource_attributes:\n    group: {CP}\n    name: null\n    namespace: {NS}\n    resource: {plural}\n    subresource: null\n    verb: list\n    version: null\n  user: system:serviceaccount:kubewarden:policy-server\ndisable_cache: false\n");
+    let request = format!(
+        "!KubernetesCanI\nrequest:\n  groups:\n  - system:serviceaccounts\n  - system:serviceaccounts:kubewarden\n  - system:authenticated\n  resource_attributes:\n    group: {CP}\n    name: null\n    namespace: {NS}\n    resource: {plural}\n    subresource: null\n    verb: list\n    version: null\n  user: system:serviceaccount:kubewarden:policy-server\ndisable_cache: false\n"
+    );
     let status = if allowed {
         json!({"allowed": true})
     } else {

@@ -1,6 +1,6 @@
 //! The cases, each with what it shows.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -95,11 +95,7 @@ fn template_object(group: &str, kind: &str, name: &str) -> Value {
 fn cluster(deleted: bool) -> Value {
     let c = json!({"apiVersion": format!("{CAPI}/{V2}"), "kind": "Cluster",
         "metadata": {"name": "edge-a", "namespace": NS}});
-    if deleted {
-        deleting(&c)
-    } else {
-        c
-    }
+    if deleted { deleting(&c) } else { c }
 }
 
 fn no_owner(o: &Value) -> Value {

@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use template_cleanup_core::preflight::{
-    selected_by_the_cleanup_condition, Check, SELECTS_THE_CLEANUP,
+    Check, SELECTS_THE_CLEANUP, selected_by_the_cleanup_condition,
 };
-use template_cleanup_core::sources::{When, SOURCES};
+use template_cleanup_core::sources::{SOURCES, When};
 
 use super::{documents, read};
 

@@ -2,9 +2,9 @@
 //! its configuration says, [`matching`]; the policy run in process, its failurePolicy,
 //! Kubewarden's monitor mode), finalizers and dry run.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::{bad_request, matching, now, status, Front, Query, Reply, Target};
+use super::{Front, Query, Reply, Target, bad_request, matching, now, status};
 use crate::admission::ValidateRequest;
 use crate::host::lock;
 
@@ -51,7 +51,11 @@ impl Front {
             let have = object["metadata"][field].as_str().unwrap_or_default();
             let want = options["preconditions"][field].as_str();
             if let Some(want) = want.filter(|w| *w != have) {
-                let message = format!("Operation cannot be fulfilled on {} \"{}\": Precondition failed: {label} in precondition: {want}, {label} in object meta: {have}", target.resource(), target.name);
+                let message = format!(
+                    "Operation cannot be fulfilled on {} \"{}\": Precondition failed: {label} in precondition: {want}, {label} in object meta: {have}",
+                    target.resource(),
+                    target.name
+                );
                 return target.status(409, "Conflict", message);
             }
         }
@@ -141,7 +145,9 @@ impl Front {
     fn admit(&self, review: Value) -> Option<Reply> {
         let name = &self.args.webhook;
         let Some(policy) = &self.policy else {
-            let reason = format!("failed calling webhook \"{name}\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard\": dial tcp: connect: connection refused");
+            let reason = format!(
+                "failed calling webhook \"{name}\": failed to call webhook: Post \"https://policy-server-default.kubewarden.svc:8443/validate/clusterwide-capi-template-guard\": dial tcp: connect: connection refused"
+            );
             let details = json!({"causes": [{"message": reason}]});
             let message = format!("Internal error occurred: {reason}");
             let fail = self.args.failure_policy == "Fail";
@@ -200,7 +206,7 @@ fn review(target: &Target, object: &Value, dry_run: bool, options: &Value, user:
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{front, get, M3MT};
+    use super::super::tests::{M3MT, front, get};
     use super::*;
 
     #[test]
@@ -210,7 +216,12 @@ mod tests {
         let Reply(code, conflict, _) = front.answer("DELETE", &format!("{M3MT}/a"), ["", ""], pre);
         let uid = "00000000-0000-4000-8000-000000000001";
         assert_eq!((code, &conflict["reason"]), (409, &json!("Conflict")));
-        assert_eq!(conflict["message"], format!("Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\": Precondition failed: UID in precondition: other, UID in object meta: {uid}"));
+        assert_eq!(
+            conflict["message"],
+            format!(
+                "Operation cannot be fulfilled on metal3machinetemplates.infrastructure.cluster.x-k8s.io \"a\": Precondition failed: UID in precondition: other, UID in object meta: {uid}"
+            )
+        );
         let dry = front.answer("DELETE", &format!("{M3MT}/a?dryRun=All"), ["", ""], "");
         assert_eq!((dry.0, get(&front, &format!("{M3MT}/a")).0), (200, 200));
         let Reply(code, marked, _) = front.answer("DELETE", &format!("{M3MT}/b"), ["", ""], "");

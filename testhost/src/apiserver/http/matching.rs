@@ -70,12 +70,12 @@ pub(super) fn call(
             Ok(false) => {
                 return Call::Skip(format!(
                     "matchCondition {condition_name} of {name} is false"
-                ))
+                ));
             }
             Err(e) if fail => {
                 return Call::Fail(format!(
                     "failed calling webhook \"{name}\": matchCondition {condition_name}: {e}"
-                ))
+                ));
             }
             Err(e) => return Call::Skip(format!("matchCondition {condition_name}: {e}")),
         }

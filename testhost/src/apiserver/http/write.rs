@@ -3,9 +3,9 @@
 //! (`application/apply-patch+yaml`, which creates a missing object and here replaces the fields
 //! it names, as apply does for fields one manager owns), with kube-apiserver's answers.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::{bad_request, Front, Reply, Target};
+use super::{Front, Reply, Target, bad_request};
 use crate::host::lock;
 
 impl Front {
@@ -59,7 +59,11 @@ impl Front {
         let have = object["metadata"]["resourceVersion"].clone();
         let want = &patch["metadata"]["resourceVersion"];
         if !want.is_null() && *want != have {
-            let message = format!("Operation cannot be fulfilled on {} \"{}\": the object has been modified; please apply your changes to the latest version and try again", target.resource(), target.name);
+            let message = format!(
+                "Operation cannot be fulfilled on {} \"{}\": the object has been modified; please apply your changes to the latest version and try again",
+                target.resource(),
+                target.name
+            );
             return target.status(409, "Conflict", message);
         }
         let before = object.clone();
@@ -77,7 +81,7 @@ impl Front {
 #[cfg(test)]
 mod tests {
     use super::super::tests::front;
-    use serde_json::{json, Value};
+    use serde_json::{Value, json};
 
     #[test]
     fn creates_merges_and_applies_as_kube_apiserver_does() {
