@@ -8,7 +8,7 @@ pub const NAMESPACE: &str = "edge-sites";
 pub const CLONED_FROM_NAME: &str = "cluster.x-k8s.io/cloned-from-name";
 pub const CLONED_FROM_GROUPKIND: &str = "cluster.x-k8s.io/cloned-from-groupkind";
 pub const DELETE_FOR_MOVE: &str = "clusterctl.cluster.x-k8s.io/delete-for-move";
-pub const CLEANUP_LABEL: &str = "capi-template-guard.kubewarden.io/cleanup";
+pub use template_cleanup_core::CLEANUP_LABEL;
 pub const CLUSTER: &str = "edge-a";
 /// The control plane's name.
 pub const CP: &str = "edge-a-cp";
