@@ -457,35 +457,16 @@ pub fn machine_not_mutated(namespace: &str, name: &str, error: &Error) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::TemplateRef;
-    use crate::catalogue::{TemplateClass, VersionSetting};
-    use crate::decision::Keeper;
-    use crate::testing::referrer_kind as kind;
+    use crate::catalogue::VersionSetting;
+    use crate::testing::{known_referrer, metal3_template};
     use rstest::rstest;
 
     fn template() -> Template {
-        Template {
-            reference: TemplateRef {
-                group: "infrastructure.cluster.x-k8s.io".into(),
-                kind: "Metal3MachineTemplate".into(),
-                name: "t".into(),
-            },
-            class: TemplateClass::Machine,
-            namespace: "ns".into(),
-            node_reuse: true,
-            moving: false,
-            cluster_owners: vec![],
-        }
+        metal3_template("t", "ns")
     }
 
     fn r(kind_name: &str, name: &str, field: &str) -> Referrer {
-        Referrer {
-            kind: Keeper::Known(kind(kind_name)),
-            name: name.into(),
-            namespace: None,
-            fields: vec![field.to_string().into()],
-            cluster: None,
-        }
+        known_referrer(kind_name, name, field)
     }
 
     #[test]

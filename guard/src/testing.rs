@@ -2,8 +2,9 @@
 //! `test_data/`, the masks the policy server applies, and [`Memory`], the in-memory answer to the
 //! [`Lookups`] port. Built for tests only (`cfg(test)` or the `testing` feature).
 
-use crate::capi::Object;
+use crate::capi::{Object, Template, TemplateRef};
 use crate::catalogue::{ReferrerKind, Resource, TemplateClass, resources_read};
+use crate::decision::{Keeper, Referrer};
 use crate::error::{Failure, Lookup, LookupError};
 use crate::lookups::{ClusterState, Lookups, Scanned};
 use crate::references::Candidate;
@@ -35,6 +36,33 @@ pub fn fixture<T: DeserializeOwned>(path: &str) -> T {
 pub fn referrer_kind(name: &str) -> &'static ReferrerKind {
     crate::catalogue::referrer_named(name)
         .unwrap_or_else(|| panic!("{name} is not in the catalogue"))
+}
+
+/// A `nodeReuse: true` Metal3MachineTemplate `name` in `namespace`, owned by no Cluster.
+pub fn metal3_template(name: &str, namespace: &str) -> Template {
+    Template {
+        reference: TemplateRef {
+            group: "infrastructure.cluster.x-k8s.io".into(),
+            kind: "Metal3MachineTemplate".into(),
+            name: name.into(),
+        },
+        class: TemplateClass::Machine,
+        namespace: namespace.into(),
+        node_reuse: true,
+        moving: false,
+        cluster_owners: vec![],
+    }
+}
+
+/// A referrer of the catalogue kind `kind`, in the template's namespace, naming it at `field`.
+pub fn known_referrer(kind: &str, name: &str, field: &str) -> Referrer {
+    Referrer {
+        kind: Keeper::Known(referrer_kind(kind)),
+        name: name.into(),
+        namespace: None,
+        fields: vec![field.to_string().into()],
+        cluster: None,
+    }
 }
 
 /// An object as the policy server's reflector keeps it for a list (kubewarden-controller

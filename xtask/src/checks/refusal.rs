@@ -2,37 +2,19 @@
 
 use std::path::Path;
 
-use guard::capi::{Template, TemplateRef};
-use guard::catalogue::TemplateClass;
-use guard::decision::{Keeper, Referrer};
+use guard::capi::Template;
+use guard::decision::Referrer;
 use guard::message::in_use;
-use guard::testing::referrer_kind;
+use guard::testing::{known_referrer, metal3_template};
 
 use super::read;
 
 fn template() -> Template {
-    Template {
-        reference: TemplateRef {
-            group: "infrastructure.cluster.x-k8s.io".into(),
-            kind: "Metal3MachineTemplate".into(),
-            name: "t".into(),
-        },
-        class: TemplateClass::Machine,
-        namespace: "ns".into(),
-        node_reuse: true,
-        moving: false,
-        cluster_owners: vec![],
-    }
+    metal3_template("t", "ns")
 }
 
 fn referrer(kind: &str, name: &str, field: &str) -> Referrer {
-    Referrer {
-        kind: Keeper::Known(referrer_kind(kind)),
-        name: name.into(),
-        namespace: None,
-        fields: vec![field.to_string().into()],
-        cluster: None,
-    }
+    known_referrer(kind, name, field)
 }
 
 /// Each quote of the refusal in README.md, CONTRIBUTING.md and docs/, from "is still in use" to
