@@ -6,6 +6,23 @@ use crate::catalogue::INFRASTRUCTURE_GROUP;
 use crate::testing::Memory;
 use rstest::rstest;
 
+/// The MachineSet `ms` with its MachineDeployment `md` at `owner_revision` (`Some(None)`: none),
+/// which names another template (the rollout has moved on); `None`: only another
+/// MachineDeployment is listed, `md` is gone.
+fn with_its_deployment(ms: Candidate, owner_revision: Option<Option<&str>>) -> Memory {
+    let mut md = candidate("md", vec![]);
+    let deployments = match owner_revision {
+        Some(rev) => {
+            md.revision = rev.map(str::to_string);
+            vec![md]
+        }
+        None => vec![candidate("other-md", vec![])],
+    };
+    Memory::default()
+        .with("MachineDeployment", deployments)
+        .with("MachineSet", vec![ms])
+}
+
 /// What Cluster API's MachineSet controller still reads (`Reconcile`,
 /// `reconcileExternalTemplateReference`, `isCurrentMachineSet`, `syncReplicas` in
 /// core/reconcilers/machineset/machineset_controller.go@v1.14.0): a standalone MachineSet and the
@@ -53,18 +70,7 @@ fn row1_machine_sets_by_revision(
     ms.deployment = label.map(str::to_string);
     ms.revision = revision.map(str::to_string);
     ms.owner_read_first = owner_read_first;
-    // The MachineDeployment names another template: the rollout has moved on.
-    let mut md = candidate("md", vec![]);
-    let deployments = match owner_revision {
-        Some(rev) => {
-            md.revision = rev.map(str::to_string);
-            vec![md]
-        }
-        None => vec![candidate("other-md", vec![])],
-    };
-    let mut memory = Memory::default()
-        .with("MachineDeployment", deployments)
-        .with("MachineSet", vec![ms]);
+    let mut memory = with_its_deployment(ms, owner_revision);
     let settings = Settings {
         count_scaled_down_machine_sets: count_scaled_down,
         ..Settings::default()
@@ -113,17 +119,7 @@ fn row1_deleting_machine_sets(
     ms.deployment = label.map(str::to_string);
     ms.revision = revision.map(str::to_string);
     ms.owner_read_first = owner_read_first;
-    let mut md = candidate("md", vec![]);
-    let deployments = match owner_revision {
-        Some(rev) => {
-            md.revision = rev.map(str::to_string);
-            vec![md]
-        }
-        None => vec![candidate("other-md", vec![])],
-    };
-    let mut memory = Memory::default()
-        .with("MachineDeployment", deployments)
-        .with("MachineSet", vec![ms]);
+    let mut memory = with_its_deployment(ms, owner_revision);
     let t = Template {
         node_reuse,
         ..metal3("t")
