@@ -143,6 +143,18 @@ mod tests {
     use super::super::world::Verdict;
     use super::*;
 
+    /// The MachineDeployment `md`, one replica, maxSurge 1, on `infra` and `boot`.
+    fn one_replica_deployment(w: &mut World, infra: &Ref, boot: &Ref) {
+        let spec = Spec::MachineDeployment(MdSpec {
+            infra: infra.clone(),
+            bootstrap: boot.clone(),
+            replicas: 1,
+            max_surge: 1,
+            max_unavailable: 0,
+        });
+        w.create(Obj::new(Kind::MachineDeployment, "md", spec));
+    }
+
     /// A MachineDeployment whose templates are gone scales its old MachineSet down while its
     /// current one exists; without one, it cannot create it and reports both templates missing.
     #[test]
@@ -152,14 +164,7 @@ mod tests {
         let m3mt = |name: &str| Ref::new(Kind::Metal3MachineTemplate, name);
         let kct = |name: &str| Ref::new(Kind::KubeadmConfigTemplate, name);
         let (infra, boot) = (m3mt("i-2"), kct("b-2"));
-        let spec = Spec::MachineDeployment(MdSpec {
-            infra: infra.clone(),
-            bootstrap: boot.clone(),
-            replicas: 1,
-            max_surge: 1,
-            max_unavailable: 0,
-        });
-        w.create(Obj::new(Kind::MachineDeployment, "md", spec));
+        one_replica_deployment(&mut w, &infra, &boot);
         let old = w.new_machineset("md", &m3mt("i-1"), &kct("b-1"), 1);
         let current = w.new_machineset("md", &infra, &boot, 1);
         let spec = Spec::Metal3Machine {
@@ -213,14 +218,7 @@ mod tests {
             };
             w.create(Obj::new(template.kind, &template.name, spec));
         }
-        let spec = Spec::MachineDeployment(MdSpec {
-            infra: infra.clone(),
-            bootstrap: boot.clone(),
-            replicas: 1,
-            max_surge: 1,
-            max_unavailable: 0,
-        });
-        w.create(Obj::new(Kind::MachineDeployment, "md", spec));
+        one_replica_deployment(&mut w, &infra, &boot);
         // the old MachineSet's templates are gone
         let old = w.new_machineset("md", &m3mt("i-1"), &kct("b-1"), 0);
         w.set_replicas(&old, old_machines, true);
