@@ -58,8 +58,6 @@ const ANNOTATION_LICENSE: &str = "io.kubewarden.policy.license";
 const ANNOTATION_AUTHOR: &str = "io.kubewarden.policy.author";
 const ANNOTATION_DISPLAY_NAME: &str = "io.artifacthub.displayName";
 const ANNOTATION_KEYWORDS: &str = "io.artifacthub.keywords";
-const ANNOTATION_RESOURCES: &str = "io.artifacthub.resources";
-const ANNOTATION_HIDDEN_UI: &str = "io.kubewarden.hidden-ui";
 
 const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 
@@ -185,15 +183,6 @@ impl PolicyMetadata {
             .map(|(i, rule)| Rule::parse(rule, &format!("metadata.yml rules[{i}]")))
             .collect()
     }
-
-    fn context_aware_resources(&self) -> BTreeSet<ContextAwareResource> {
-        let list = self
-            .raw
-            .get("contextAwareResources")
-            .cloned()
-            .unwrap_or(Value::Array(Vec::new()));
-        resources(&list, "metadata.yml contextAwareResources")
-    }
 }
 
 /// One admission rule, with every list as written.
@@ -250,29 +239,4 @@ impl Rule {
             && has(&self.resources, resource)
             && has(&self.operations, operation)
     }
-}
-
-/// A context-aware resource: apiVersion and kind.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct ContextAwareResource {
-    api_version: String,
-    kind: String,
-}
-
-impl std::fmt::Display for ContextAwareResource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.api_version, self.kind)
-    }
-}
-
-fn resources(list: &Value, what: &str) -> BTreeSet<ContextAwareResource> {
-    list.as_array()
-        .unwrap_or_else(|| panic!("{what} must be a list"))
-        .iter()
-        .enumerate()
-        .map(|(i, item)| ContextAwareResource {
-            api_version: str_at(item, "/apiVersion", &format!("{what}[{i}]")).to_string(),
-            kind: str_at(item, "/kind", &format!("{what}[{i}]")).to_string(),
-        })
-        .collect()
 }

@@ -1,7 +1,10 @@
 //! The `annotations` of artifacthub-pkg.yml: what `kwctl scaffold artifacthub` derives from
 //! metadata.yml and questions-ui.yml (the rules, the contextAwareResources, `mutating`, the
 //! resources annotation, the questions), serialised as kwctl serialises them. The rest of the file
-//! (the install text above all, which the scaffold would drop) is written by hand.
+//! (the install text above all, which the scaffold would drop) is written by hand. kwctl's rules:
+//! crates/kwctl/src/scaffold/artifacthub.rs in kubewarden-controller v1.36.0-beta.1; on
+//! 2026-12-07 `kwctl scaffold artifacthub -m metadata.yml -q questions-ui.yml` of that release
+//! wrote these annotations exactly.
 //!
 //! Written after the manifests family, from metadata.yml as that family leaves it, so that one
 //! `cargo xtask gen` carries a new provider from the table to Artifact Hub.
