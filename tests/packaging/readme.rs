@@ -129,9 +129,8 @@ fn every_question_is_complete() {
 // The newcomer's path
 
 /// The README is also the Artifact Hub page and is embedded in the module by `kwctl annotate`:
-/// it stays short, and the rest lives in docs/ and CONTRIBUTING.md. It holds an install path per
-/// platform (the Rancher and Helm kustomizations) and the exemptions in effect (issue 56).
-const README_MAX_LINES: usize = 300;
+/// it stays short, and the rest lives in docs/ and CONTRIBUTING.md.
+const README_MAX_LINES: usize = 250;
 
 #[test]
 fn the_readme_is_short() {
