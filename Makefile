@@ -263,14 +263,15 @@ cases:
 # sources table (xtask/src/manifests.rs), then the annotations of artifacthub-pkg.yml from
 # metadata.yml and questions-ui.yml (xtask/src/artifacthub.rs), and test_data/catalogue.json
 # (xtask/src/catalogue.rs).
-# `cargo xtask check` (make xtask-check, part of make test) and `cargo test -p xtask` fail while
-# one is stale.
+# `cargo xtask check` (make xtask-check) and `cargo test -p xtask` (part of make test's
+# unit-tests) fail while one is stale.
 .PHONY: manifests
 manifests:
 	cargo run --locked -q -p xtask -- gen manifests artifacthub catalogue
 
 # Every derived file fresh (each has one writer, in xtask/), and the docs and examples in step with
 # the code's tables: names each stale file and each failed check, and exits 1 (xtask/src/main.rs).
+# make test runs the same check once, as the xtask test of `cargo test --workspace` (unit-tests).
 .PHONY: xtask-check
 xtask-check:
 	cargo run --locked -q -p xtask -- check
@@ -322,7 +323,7 @@ cleanup-image:
 # fuzz run, e2e.bats, template-cleanup's end to end, the Sylva refresh's end to end, the Sylva
 # units' Flux build, the SBOM's scan and the workflows' lint.
 .PHONY: test
-test: fmt lint xtask-check unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sylva-render sbom-test workflow-lint
+test: fmt lint unit-tests size-test alert-tests fuzz e2e-tests cleanup-e2e sylva-e2e sylva-render sbom-test workflow-lint
 
 # Sets the version in Cargo.toml, Cargo.lock, metadata.yml, artifacthub-pkg.yml, README.md and
 # examples/ (scripts/bump-version.sh). DRY_RUN=1 prints the diff and writes nothing.
